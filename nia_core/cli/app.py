@@ -1,0 +1,54 @@
+"""The state one ``nia`` invocation carries: global options and a lazily loaded host."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from nia_core.context import Location, LocationContext
+from nia_core.host import PluginHost, load_host
+from nia_core.project import locate
+
+
+@dataclass
+class App:
+    debug: bool = False
+    strict: bool = False
+    flags: tuple[str, ...] = ()
+    plugins_dirs: tuple[str, ...] = ()
+    _hosts: dict[Path, PluginHost] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, ctx: click.Context) -> App:
+        """The App of this invocation (also before the group callback ran, as for ``--help``)."""
+        root = ctx.find_root()
+        if isinstance(root.obj, App):
+            return root.obj
+        params = root.params
+        app = cls(
+            debug=bool(params.get("debug")) or os.environ.get("NIA_DEBUG") == "1",
+            strict=bool(params.get("strict")),
+            flags=tuple(params.get("plugin_flags") or ()),
+            plugins_dirs=tuple(params.get("plugins_dirs") or ()),
+        )
+        root.obj = app
+        return app
+
+    def locate(self, directory: str | Path | None = None) -> Location:
+        return locate(directory)
+
+    def host(self, location: Location) -> PluginHost:
+        """The plugin host for ``location``'s project (loaded once per project per run)."""
+        host = self._hosts.get(location.root)
+        if host is None:
+            host = load_host(location, plugins_dirs=self.plugins_dirs, flags=self.flags, strict=self.strict)
+            self._hosts[location.root] = host
+        return host
+
+    def open(self, directory: str | Path | None = None) -> tuple[PluginHost, LocationContext]:
+        location = self.locate(directory)
+        host = self.host(location)
+        return host, host.open(location)

@@ -1,0 +1,75 @@
+"""``nia context``: what the model would be told."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from nia_core.cli.app import App
+from nia_core.cli.main import cli
+from nia_core.context import EMPTY_SNAPSHOT, ReplacementReady, replace
+
+
+@cli.group()
+def context() -> None:
+    """Inspect the system context nia assembles."""
+
+
+@context.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Per-source key, plugin, status and size, as JSON.")
+@click.option(
+    "--location",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="The working directory to assemble for (default: the current one).",
+)
+@click.pass_context
+def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
+    """Print the baseline system context as it would be sent."""
+    app = App.of(ctx)
+    host, view = app.open(location)
+    assembly = host.assemble(view)
+    result = replace(assembly.context, EMPTY_SNAPSHOT, timeout=host.timeout)
+    assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks
+    generation = result.generation
+    sizes = {key: len(text.encode()) for key, text in generation.parts}
+    unavailable = [o.key for o in result.observations if not o.available]
+    if as_json:
+        sources = [
+            {
+                "key": obs.key,
+                "plugin": _plugin_name(assembly.contributors.get(obs.key, "")),
+                "status": obs.status,
+                "reason": obs.reason or None,
+                "size": sizes.get(obs.key, 0),
+            }
+            for obs in result.observations
+        ]
+        broken = [
+            {"plugin": info.name, "status": "error", "reason": info.error}
+            for info in host.infos()
+            if info.error
+        ]
+        payload = {
+            "location": str(view.location.path),
+            "root": str(view.location.root),
+            "baseline": generation.baseline,
+            "sources": sources,
+            "plugin_errors": broken,
+            "blocked_on": unavailable,
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    click.echo(generation.baseline)
+    if unavailable:
+        click.echo(
+            "Warning: a session would be blocked on: " + ", ".join(unavailable) + " (shown without them)",
+            err=True,
+        )
+
+
+def _plugin_name(contributor: str) -> str | None:
+    if contributor.startswith("plugin '") and contributor.endswith("'"):
+        return contributor[len("plugin '") : -1]
+    return contributor or None

@@ -1,0 +1,88 @@
+"""The ``nia`` click group: error reporting without tracebacks, and commands from plugins."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from nia_core.cli.app import App
+from nia_core.errors import NiaError
+
+DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
+
+
+class NiaError_(click.ClickException):
+    """A :class:`NiaError` on its way out of click, keeping its exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class WarningFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "Warning" if record.levelno >= logging.WARNING else record.levelname.title()
+        return f"{prefix}: {record.getMessage()}"
+
+
+def configure_logging(debug: bool, verbose: bool = False) -> None:
+    logger = logging.getLogger("nia")
+    for handler in list(logger.handlers):
+        if getattr(handler, "_nia", False):
+            logger.removeHandler(handler)
+    handler = logging.StreamHandler()
+    handler._nia = True  # type: ignore[attr-defined]
+    handler.setFormatter(
+        logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter()
+    )
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
+    logger.propagate = False
+
+
+class NiaGroup(click.Group):
+    """Resolves commands from plugins (and other dynamic providers) on demand."""
+
+    dynamic_providers: list[DynamicCommands] = []
+
+    def _dynamic(self, ctx: click.Context) -> dict[str, click.Command]:
+        cache = ctx.meta.setdefault("nia.dynamic", None)
+        if cache is None:
+            cache = {}
+            for provider in self.dynamic_providers:
+                try:
+                    cache.update(provider(ctx))
+                except NiaError as exc:
+                    logging.getLogger("nia.cli").warning("%s", exc)
+            ctx.meta["nia.dynamic"] = cache
+        return cache  # type: ignore[no-any-return]
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(self._dynamic(ctx))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        return self._dynamic(ctx).get(cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NiaError as exc:
+            if App.of(ctx).debug:
+                raise
+            raise NiaError_(str(exc), exc.exit_code) from None
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            if App.of(ctx).debug:
+                raise
+            raise NiaError_(
+                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+            ) from None

@@ -1,0 +1,68 @@
+"""The ``nia`` command line."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from nia_core import __version__
+from nia_core.cli.app import App
+from nia_core.cli.group import NiaGroup, configure_logging
+
+COMMAND_MODULES = ("context",)
+"""Modules under ``nia_core.cli`` that add their commands to :data:`cli`."""
+
+
+@click.group(cls=NiaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="nia", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
+@click.option(
+    "-p",
+    "plugin_flags",
+    multiple=True,
+    metavar="no:NAME",
+    help="Switch a plugin off for this run (repeatable), like pytest's -p no:NAME.",
+)
+@click.option(
+    "--plugins-dir",
+    "plugins_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Also load local plugins from this folder (repeatable).",
+)
+@click.option("--strict", is_flag=True, help="Turn any plugin failure into an error.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, plugin_flags: tuple[str, ...], plugins_dirs: tuple[str, ...], strict: bool) -> None:
+    """nia assembles the system context of AI coding agents from plugins.
+
+    It keeps the first rendering of the context (the baseline) byte-for-byte
+    stable for a whole context epoch, and tells the model what changed in one
+    mid-conversation system message at each safe provider-turn boundary.
+    """
+    for flag in plugin_flags:
+        if not flag.startswith("no:") or len(flag) <= 3:
+            raise click.BadParameter(f"expected no:NAME, got {flag!r}", param_hint="-p")
+    app = App.of(ctx)
+    configure_logging(app.debug)
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(f"nia_core.cli.{_module}")
+
+
+def plugin_commands(ctx: click.Context) -> dict[str, click.Command]:
+    """Commands added by plugins through ``nia_register_commands``."""
+    app = App.of(ctx)
+    host = app.host(app.locate())
+    holder = click.Group()
+    host.register_commands(holder)
+    return dict(holder.commands)
+
+
+NiaGroup.dynamic_providers.append(plugin_commands)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="nia")

@@ -1,0 +1,341 @@
+"""The System Context Registry: scoped, replayable producers per Location.
+
+Producers (a function of a :class:`Location` returning context sources)
+register under a stable contribution key inside a :class:`Scope`. Closing a
+scope removes exactly its contributions, so the next reconcile emits their
+removal text. Registration is replayed both ways: a Location opened later sees
+every live contribution, and a contribution made later reaches every open
+Location. Each load evaluates producers concurrently and combines them in
+contribution order, so the rendered context is deterministic.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from nia_core.context.concurrent import call_all
+from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
+from nia_core.context.location import Location
+from nia_core.context.source import DEFAULT_TIMEOUT, ContextSource
+from nia_core.context.system import SystemContext
+from nia_core.errors import DuplicateContribution, NiaError
+
+log = logging.getLogger("nia.registry")
+
+Producer = Callable[[Location], Any]
+ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]
+
+
+@dataclass(frozen=True)
+class Contribution:
+    key: str
+    producer: Producer
+    contributor: str
+    """Who contributed it, for error messages (``plugin 'acme'``)."""
+    scope: Scope
+    namespace: str | None = None
+    """When set, every source key must live in this namespace."""
+    reserved: bool = False
+    """Whether it may use the reserved ``nia/`` namespace (built-ins only)."""
+    priority: int = 100
+    """Lower sorts first; ties sort by contribution key."""
+
+    @property
+    def order(self) -> tuple[int, str]:
+        return (self.priority, self.key)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A contribution that was left out of this load, and why."""
+
+    contribution: str
+    contributor: str
+    kind: ProblemKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.contributor}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Assembly:
+    """One load of a Location's context."""
+
+    context: SystemContext
+    problems: tuple[Problem, ...] = ()
+    contributors: dict[str, str] = field(default_factory=dict)
+    """Source key → contributor."""
+
+
+class ContributionError(NiaError):
+    """Raised by a strict load when a contribution misbehaved."""
+
+
+Listener = Callable[[], None]
+
+
+class Scope:
+    """A set of contributions that leave together (one plugin, one session, one reload)."""
+
+    def __init__(self, registry: SystemContextRegistry, name: str) -> None:
+        self.registry = registry
+        self.name = name
+        self.closed = False
+
+    def register(
+        self,
+        key: str,
+        producer: Producer,
+        *,
+        contributor: str | None = None,
+        namespace: str | None = None,
+        reserved: bool = False,
+        priority: int = 100,
+    ) -> Contribution:
+        if self.closed:
+            raise NiaError(f"scope {self.name!r} is closed")
+        contribution = Contribution(key, producer, contributor or self.name, self, namespace, reserved, priority)
+        self.registry._add(contribution)
+        return contribution
+
+    def close(self) -> None:
+        """Withdraw every contribution of this scope from every open Location."""
+        if not self.closed:
+            self.closed = True
+            self.registry._remove_scope(self)
+
+    def __enter__(self) -> Scope:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Scope({self.name!r}{', closed' if self.closed else ''})"
+
+
+class SystemContextRegistry:
+    """Global producers, replayed into each open :class:`LocationContext`."""
+
+    def __init__(self, *, producer_timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.producer_timeout = producer_timeout
+        self._lock = threading.RLock()
+        self._contributions: dict[str, Contribution] = {}
+        self._open: list[LocationContext] = []
+
+    def scope(self, name: str) -> Scope:
+        return Scope(self, name)
+
+    @property
+    def contributions(self) -> tuple[Contribution, ...]:
+        with self._lock:
+            return tuple(sorted(self._contributions.values(), key=lambda c: c.order))
+
+    def open(self, location: Location) -> LocationContext:
+        """A Location's view: every live contribution is replayed into it."""
+        view = LocationContext(self, location)
+        with self._lock:
+            for contribution in self._contributions.values():
+                view._add(contribution)
+            self._open.append(view)
+        return view
+
+    def _add(self, contribution: Contribution) -> None:
+        with self._lock:
+            existing = self._contributions.get(contribution.key)
+            if existing is not None:
+                raise DuplicateContribution(
+                    f"duplicate contribution key {contribution.key!r}: "
+                    f"registered by {existing.contributor} and by {contribution.contributor}"
+                )
+            self._contributions[contribution.key] = contribution
+            views = list(self._open)
+        for view in views:
+            view._add(contribution)
+
+    def _remove_scope(self, scope: Scope) -> None:
+        with self._lock:
+            for key in [k for k, c in self._contributions.items() if c.scope is scope]:
+                del self._contributions[key]
+            views = list(self._open)
+        for view in views:
+            view._remove_scope(scope)
+
+    def _closed(self, view: LocationContext) -> None:
+        with self._lock:
+            if view in self._open:
+                self._open.remove(view)
+
+
+class LocationContext:
+    """The registry as seen from one Location; it may hold contributions of its own."""
+
+    def __init__(self, registry: SystemContextRegistry, location: Location) -> None:
+        self.registry = registry
+        self.location = location
+        self._lock = threading.RLock()
+        self._contributions: dict[str, Contribution] = {}
+        self._listeners: list[Listener] = []
+        self._local = Scope(registry, f"location {location.path}")
+
+    def register(self, key: str, producer: Producer, **options: Any) -> Contribution:
+        """A contribution visible in this Location only."""
+        contribution = Contribution(key, producer, options.pop("contributor", None) or key, self._local, **options)
+        self._add(contribution)
+        return contribution
+
+    def scope(self, name: str) -> LocalScope:
+        return LocalScope(self, name)
+
+    def on_change(self, listener: Listener) -> None:
+        """Call ``listener`` whenever a contribution arrives or leaves."""
+        self._listeners.append(listener)
+
+    @property
+    def contributions(self) -> tuple[Contribution, ...]:
+        with self._lock:
+            return tuple(sorted(self._contributions.values(), key=lambda c: c.order))
+
+    def _add(self, contribution: Contribution) -> None:
+        with self._lock:
+            existing = self._contributions.get(contribution.key)
+            if existing is not None and existing is not contribution:
+                raise DuplicateContribution(
+                    f"duplicate contribution key {contribution.key!r}: "
+                    f"registered by {existing.contributor} and by {contribution.contributor}"
+                )
+            self._contributions[contribution.key] = contribution
+        self._notify()
+
+    def _remove_scope(self, scope: Scope) -> None:
+        with self._lock:
+            keys = [k for k, c in self._contributions.items() if c.scope is scope]
+            for key in keys:
+                del self._contributions[key]
+        if keys:
+            self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener()
+
+    def close(self) -> None:
+        self.registry._closed(self)
+
+    def assemble(self, *, strict: bool = False) -> Assembly:
+        """Evaluate every producer concurrently and compose their sources.
+
+        A producer that raises, times out, returns something other than
+        sources, strays outside its namespace or repeats another contributor's
+        key is left out whole and reported as a :class:`Problem` (``strict``
+        raises instead). The earlier contribution keeps a clashing key.
+        """
+        contributions = self.contributions
+        location = self.location
+        outcomes = call_all(
+            [_bind(c.producer, location) for c in contributions],
+            [self.registry.producer_timeout] * len(contributions),
+        )
+        problems: list[Problem] = []
+        owners: dict[str, Contribution] = {}
+        sources: list[ContextSource] = []
+        for contribution, outcome in zip(contributions, outcomes, strict=True):
+            if outcome.status == "timeout":
+                problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
+            elif outcome.status == "error":
+                exc = outcome.error
+                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {exc}")
+            else:
+                accepted, problem = _check(contribution, outcome.value, owners)
+                if problem is None:
+                    for source in accepted:
+                        owners[source.key] = contribution
+                    sources.extend(accepted)
+                    continue
+            problems.append(problem)
+            log.warning("%s", problem)
+        if strict and problems:
+            raise ContributionError("; ".join(str(p) for p in problems))
+        return Assembly(
+            SystemContext(sources),
+            tuple(problems),
+            {key: c.contributor for key, c in owners.items()},
+        )
+
+
+class LocalScope(Scope):
+    """A scope whose contributions live in one Location only."""
+
+    def __init__(self, view: LocationContext, name: str) -> None:
+        super().__init__(view.registry, name)
+        self.view = view
+
+    def register(self, key: str, producer: Producer, **options: Any) -> Contribution:
+        if self.closed:
+            raise NiaError(f"scope {self.name!r} is closed")
+        contributor = options.pop("contributor", None) or self.name
+        contribution = Contribution(key, producer, contributor, self, **options)
+        self.view._add(contribution)
+        return contribution
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.view._remove_scope(self)
+
+
+def _bind(producer: Producer, location: Location) -> Callable[[], Any]:
+    def call() -> Any:
+        return producer(location)
+
+    return call
+
+
+def _problem(contribution: Contribution, kind: ProblemKind, message: str) -> Problem:
+    return Problem(contribution.key, contribution.contributor, kind, message)
+
+
+def _check(
+    contribution: Contribution, value: Any, owners: dict[str, Contribution]
+) -> tuple[list[ContextSource], Problem | None]:
+    if value is None:
+        return [], None
+    if isinstance(value, SystemContext):
+        value = list(value.sources)
+    if isinstance(value, ContextSource) or not isinstance(value, Iterable) or isinstance(value, str | bytes):
+        return [], _problem(
+            contribution, "bad-return", f"returned {type(value).__name__}, not a list of ContextSource"
+        )
+    items = list(value)
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, ContextSource):
+            return [], _problem(
+                contribution, "bad-return", f"returned a {type(item).__name__} in its list, not a ContextSource"
+            )
+        namespace = namespace_of(item.key)
+        if contribution.namespace is not None and namespace != contribution.namespace:
+            return [], _problem(
+                contribution,
+                "namespace",
+                f"source key {item.key!r} is outside its declared namespace '{contribution.namespace}/'",
+            )
+        if namespace == RESERVED_NAMESPACE and not contribution.reserved:
+            return [], _problem(
+                contribution, "namespace", f"source key {item.key!r} uses the namespace 'nia/', reserved for built-ins"
+            )
+        other = owners.get(item.key)
+        if other is not None or item.key in seen:
+            first = other.contributor if other is not None else contribution.contributor
+            return [], _problem(
+                contribution,
+                "duplicate-key",
+                f"source key {item.key!r} is already contributed by {first}",
+            )
+        seen.add(item.key)
+    return items, None

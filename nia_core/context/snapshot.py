@@ -1,0 +1,89 @@
+"""The Context Snapshot: what was last admitted for each source key.
+
+Model-hidden state: per key, the canonical JSON of the admitted value and, for
+removable sources, the removal text rendered when that value was admitted (so a
+contributor that has since vanished can still say goodbye in its own words).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nia_core.context.codec import canonical_json
+from nia_core.errors import NiaError
+
+
+class CorruptSnapshot(NiaError):
+    """Stored snapshot data that is not a snapshot."""
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotEntry:
+    value: str
+    """Canonical JSON of the codec-encoded value."""
+    removal: str | None = None
+    """Removal text rendered at admission, for removable sources."""
+
+
+class Snapshot(Mapping[str, SnapshotEntry]):
+    """An immutable map from source key to :class:`SnapshotEntry`."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, SnapshotEntry] | None = None) -> None:
+        self._entries: dict[str, SnapshotEntry] = dict(sorted((entries or {}).items()))
+
+    def __getitem__(self, key: str) -> SnapshotEntry:
+        return self._entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Snapshot):
+            return self._entries == other._entries
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._entries.items()))
+
+    def __repr__(self) -> str:
+        return f"Snapshot({sorted(self._entries)})"
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain data for storage: ``{key: {"value": json, "removal": text|None}}``."""
+        return {k: {"value": e.value, "removal": e.removal} for k, e in self._entries.items()}
+
+    def to_json(self) -> str:
+        return canonical_json(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Snapshot:
+        if not isinstance(data, dict):
+            raise CorruptSnapshot(f"snapshot must be an object, got {type(data).__name__}")
+        entries: dict[str, SnapshotEntry] = {}
+        for key, entry in data.items():
+            if not isinstance(entry, dict) or not isinstance(entry.get("value"), str):
+                raise CorruptSnapshot(f"snapshot entry {key!r} has no JSON value")
+            removal = entry.get("removal")
+            if removal is not None and not isinstance(removal, str):
+                raise CorruptSnapshot(f"snapshot entry {key!r} has a removal that is not text")
+            entries[key] = SnapshotEntry(entry["value"], removal)
+        return cls(entries)
+
+    @classmethod
+    def from_json(cls, text: str) -> Snapshot:
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise CorruptSnapshot(f"snapshot is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+
+EMPTY_SNAPSHOT = Snapshot()

@@ -1,0 +1,68 @@
+"""The Context Source: one keyed, typed, independently observed value."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from nia_core.context.codec import JSON, Codec
+from nia_core.context.keys import validate_key
+
+
+class Unavailable(enum.Enum):
+    """The type of :data:`UNAVAILABLE`."""
+
+    UNAVAILABLE = "UNAVAILABLE"
+
+    def __repr__(self) -> str:
+        return "UNAVAILABLE"
+
+
+UNAVAILABLE: Final = Unavailable.UNAVAILABLE
+"""Returned by a loader that cannot observe its value right now (stale-while-revalidate)."""
+
+DEFAULT_TIMEOUT = 2.0
+"""Seconds a loader may take before it counts as unavailable for that observation."""
+
+Loader = Callable[[], Any] | Callable[[], Awaitable[Any]]
+
+
+@dataclass(frozen=True, eq=False)
+class ContextSource:
+    """A keyed value the model should know about, with the text that tells it.
+
+    ``load`` returns the current value or :data:`UNAVAILABLE` and may be sync or
+    async; an exception inside it is logged and counts as unavailable.
+    ``baseline(value)`` renders the value for a fresh baseline, ``update(previous,
+    current)`` for a mid-conversation message (it defaults to re-rendering the
+    baseline), and ``removal(previous)``, when given, tells the model the source
+    is gone. Renderers must be pure and return non-empty text.
+    """
+
+    key: str
+    load: Loader
+    baseline: Callable[[Any], str]
+    update: Callable[[Any, Any], str] | None = None
+    removal: Callable[[Any], str] | None = None
+    codec: Codec[Any] = field(default=JSON)
+    timeout: float | None = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        validate_key(self.key)
+        for name in ("load", "baseline"):
+            if not callable(getattr(self, name)):
+                raise TypeError(f"context source {self.key!r}: {name} must be callable")
+        for name in ("update", "removal"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                raise TypeError(f"context source {self.key!r}: {name} must be callable or None")
+
+    @property
+    def removable(self) -> bool:
+        return self.removal is not None
+
+    def __repr__(self) -> str:
+        return f"ContextSource(key={self.key!r})"

@@ -1,0 +1,58 @@
+"""Errors nia reports to users.
+
+Every error a user can cause derives from :class:`NiaError`; the CLI prints its
+message on one line and exits with ``exit_code`` instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+
+class NiaError(Exception):
+    """An error with a message fit for a user; the CLI prints it without a traceback."""
+
+    exit_code: int = 1
+
+
+class UsageError(NiaError):
+    """Bad input from the user: a file, a flag or a config value."""
+
+    exit_code = 2
+
+
+class InvalidSourceKey(NiaError, ValueError):
+    """A context source key that is not ``owner/name`` in lowercase."""
+
+
+class DuplicateSourceKey(NiaError):
+    """Two sources in one composition share a key."""
+
+    def __init__(self, key: str, first: str | None = None, second: str | None = None) -> None:
+        self.key = key
+        self.first = first
+        self.second = second
+        if first and second:
+            message = f"duplicate context source key {key!r}: contributed by {first} and by {second}"
+        else:
+            message = f"duplicate context source key {key!r}"
+        super().__init__(message)
+
+
+class DuplicateContribution(NiaError):
+    """Two producers registered under one contribution key."""
+
+
+class RenderError(NiaError):
+    """A renderer raised or returned empty text; names the source key."""
+
+    def __init__(self, key: str, renderer: str, reason: str) -> None:
+        self.key = key
+        self.renderer = renderer
+        super().__init__(f"context source {key!r}: {renderer} renderer {reason}")
+
+
+class InitializationBlocked(NiaError):
+    """A baseline cannot be rendered because sources are unavailable."""
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        super().__init__("context blocked on: " + ", ".join(keys))

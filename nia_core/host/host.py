@@ -1,0 +1,186 @@
+"""The plugin host: a pluggy PluginManager wired to the System Context Registry.
+
+Each registered plugin gets its own registry scope; unregistering it closes
+that scope, so its sources leave (with their removal text) at the next
+boundary. A plugin whose hook raises, hangs or returns nonsense is reported by
+name and left out; the host and the other plugins keep running.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from nia_core import hookspecs
+from nia_core.context import Assembly, Location, LocationContext, SystemContextRegistry
+from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.errors import NiaError
+from nia_core.host.plugin import Origin, PluginInfo
+from nia_core.project.toml import read_toml
+
+log = logging.getLogger("nia.host")
+
+
+class PluginError(NiaError):
+    """A plugin failed to load or misbehaved (raised under ``--strict``)."""
+
+
+def _config_file_key(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+class PluginHost:
+    """Registers plugins with pluggy and their context producers with the registry."""
+
+    def __init__(self, *, strict: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.pm = pluggy.PluginManager("nia")
+        self.pm.add_hookspecs(hookspecs)
+        self.registry = SystemContextRegistry(producer_timeout=timeout)
+        self.strict = strict
+        self.timeout = timeout
+        self.plugins: dict[str, PluginInfo] = {}
+        self._scopes: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._config_cache: dict[Path, tuple[tuple[int, int] | None, dict[str, Any]]] = {}
+
+    # -- registration -----------------------------------------------------------------
+
+    def record(self, info: PluginInfo) -> PluginInfo:
+        """Remember a plugin that is disabled or failed before registration."""
+        with self._lock:
+            self.plugins[info.name] = info
+        if info.error:
+            log.warning("plugin %r: %s", info.name, info.error)
+            if self.strict:
+                raise PluginError(f"plugin {info.name!r}: {info.error}")
+        return info
+
+    def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
+        """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken."""
+        name = info.name
+        with self._lock:
+            if self.pm.has_plugin(name):
+                self.unregister(name)
+            try:
+                self.pm.register(plugin, name=name)
+            except (pluggy.PluginValidationError, ValueError) as exc:
+                info.error = f"invalid hook implementation: {exc}"
+                return self.record(info)
+            info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
+            info.error = None
+            scope = self.registry.scope(name)
+            scope.register(
+                name,
+                self._producer(name),
+                contributor=f"plugin {name!r}",
+                namespace=info.namespace,
+                reserved=info.origin == "built-in",
+                priority=priority if priority is not None else (0 if info.origin == "built-in" else 100),
+            )
+            self._scopes[name] = scope
+            self.plugins[name] = info
+        return info
+
+    def unregister(self, name: str) -> None:
+        """Unregister from pluggy and close the plugin's scope (its sources leave)."""
+        with self._lock:
+            if self.pm.has_plugin(name):
+                self.pm.unregister(name=name)
+            scope = self._scopes.pop(name, None)
+            if scope is not None:
+                scope.close()
+
+    def forget(self, name: str) -> None:
+        self.unregister(name)
+        with self._lock:
+            self.plugins.pop(name, None)
+
+    # -- Locations and context --------------------------------------------------------
+
+    def open(self, location: Location) -> LocationContext:
+        view = self.registry.open(location)
+        self.pm.hook.nia_location_opened.call_historic(kwargs={"location": location, "context": view})
+        return view
+
+    def assemble(self, view: LocationContext) -> Assembly:
+        """Load the Location's context; misbehaving plugins are marked broken and left out."""
+        assembly = view.assemble()
+        by_contributor: dict[str, list[str]] = {}
+        for key, contributor in assembly.contributors.items():
+            by_contributor.setdefault(contributor, []).append(key)
+        with self._lock:
+            for name, info in self.plugins.items():
+                if info.enabled and self.pm.has_plugin(name):
+                    info.source_keys = sorted(by_contributor.get(f"plugin {name!r}", []))
+                    info.error = None
+            for problem in assembly.problems:
+                name = problem.contribution
+                if name in self.plugins:
+                    self.plugins[name].error = problem.message
+                    self.plugins[name].source_keys = []
+        if self.strict and assembly.problems:
+            raise PluginError("; ".join(str(p) for p in assembly.problems))
+        return assembly
+
+    def plugin_config(self, name: str, location: Location) -> dict[str, Any]:
+        """The ``[plugins.NAME]`` table of the Location's ``.nia/project.toml``."""
+        path = location.nia_dir / "project.toml"
+        key = _config_file_key(path)
+        cached = self._config_cache.get(path)
+        if cached is None or cached[0] != key:
+            data = read_toml(path) if key is not None else {}
+            cached = (key, data)
+            self._config_cache[path] = cached
+        plugins = cached[1].get("plugins", {})
+        table = plugins.get(name, {}) if isinstance(plugins, dict) else {}
+        return dict(table) if isinstance(table, dict) else {}
+
+    def _producer(self, name: str) -> Any:
+        def produce(location: Location) -> list[Any]:
+            impls = [i for i in self.pm.hook.nia_context_sources.get_hookimpls() if i.plugin_name == name]
+            arguments = {"location": location}
+            sources: list[Any] = []
+            for impl in impls:
+                if "config" in impl.argnames:
+                    arguments["config"] = self.plugin_config(name, location)  # type: ignore[assignment]
+                result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
+                if result is None:
+                    continue
+                if not isinstance(result, list | tuple):
+                    return result  # type: ignore[no-any-return]  # the registry reports the bad return
+                sources.extend(result)
+            return sources
+
+        return produce
+
+    def register_commands(self, cli: Any) -> None:
+        for impl in self.pm.hook.nia_register_commands.get_hookimpls():
+            try:
+                impl.function(cli=cli)
+            except Exception as exc:  # noqa: BLE001 - one plugin must not break the CLI
+                self._mark_broken(impl.plugin_name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
+
+    def _mark_broken(self, name: str, error: str) -> None:
+        info = self.plugins.get(name)
+        if info is not None:
+            info.error = error
+        log.warning("plugin %r: %s", name, error)
+        if self.strict:
+            raise PluginError(f"plugin {name!r}: {error}")
+
+    def infos(self, *, include_builtins: bool = True) -> list[PluginInfo]:
+        with self._lock:
+            items = sorted(self.plugins.values(), key=lambda i: (i.origin != "built-in", i.name))
+        return [i for i in items if include_builtins or i.origin != "built-in"]
+
+    def names(self, origin: Origin | None = None) -> Iterable[str]:
+        return [n for n, i in self.plugins.items() if origin is None or i.origin == origin]

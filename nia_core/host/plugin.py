@@ -1,0 +1,32 @@
+"""What the host knows about one plugin: where it came from and how it is doing."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Origin = Literal["built-in", "entry point", "local file"]
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    origin: Origin
+    version: str | None = None
+    module: str | None = None
+    path: str | None = None
+    distribution: str | None = None
+    namespace: str | None = None
+    enabled: bool = True
+    error: str | None = None
+    hooks: list[str] = field(default_factory=list)
+    source_keys: list[str] = field(default_factory=list)
+
+    @property
+    def broken(self) -> bool:
+        return self.error is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["broken"] = self.broken
+        return data

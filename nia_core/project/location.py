@@ -1,0 +1,34 @@
+"""Finding the project a working directory belongs to."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from nia_core.context.location import Location
+from nia_core.errors import UsageError
+
+
+def locate(path: str | os.PathLike[str] | None = None) -> Location:
+    """The Location for ``path`` (default: the current directory).
+
+    The project root is the nearest folder upward holding ``.nia/``, else the
+    nearest holding ``.git``, else ``path`` itself.
+    """
+    start = Path(path) if path is not None else Path.cwd()
+    try:
+        resolved = start.resolve(strict=True)
+    except (FileNotFoundError, NotADirectoryError, RuntimeError):
+        raise UsageError(f"location not found: {start}") from None
+    if not resolved.is_dir():
+        raise UsageError(f"location is not a directory: {start}")
+    git_root: Path | None = None
+    for folder in (resolved, *resolved.parents):
+        if (folder / ".nia").is_dir():
+            is_git = git_root is not None or any((p / ".git").exists() for p in (folder, *folder.parents))
+            return Location(resolved, folder, is_git, True)
+        if git_root is None and (folder / ".git").exists():
+            git_root = folder
+    if git_root is not None:
+        return Location(resolved, git_root, True, False)
+    return Location(resolved, resolved, False, False)

@@ -1,0 +1,41 @@
+"""``nia/environment``: where the agent is working."""
+
+from __future__ import annotations
+
+import platform
+from typing import Any
+
+from nia_core import ContextSource, Location, hookimpl
+
+NIA_NAMESPACE = "nia"
+
+
+def _render(value: dict[str, Any]) -> str:
+    return (
+        "Environment:\n"
+        f"- Working directory: {value['cwd']}\n"
+        f"- Project root: {value['root']}\n"
+        f"- Git repository: {'yes' if value['git'] else 'no'}\n"
+        f"- Platform: {value['platform']}"
+    )
+
+
+def environment_source(location: Location) -> ContextSource:
+    value = {
+        "cwd": str(location.path),
+        "root": str(location.root),
+        "git": location.is_git,
+        "platform": f"{platform.system().lower()} ({platform.machine()})",
+    }
+    return ContextSource(
+        key="nia/environment",
+        load=lambda: value,
+        baseline=_render,
+        update=lambda _old, new: "The environment changed. " + _render(new),
+        removal=lambda _old: "Environment details given earlier are no longer maintained and may be out of date.",
+    )
+
+
+@hookimpl
+def nia_context_sources(location: Location) -> list[ContextSource]:
+    return [environment_source(location)]
