@@ -1,0 +1,1 @@
+"""Durable sessions: the store, context epochs, the safe provider-turn boundary."""
