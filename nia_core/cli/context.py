@@ -46,11 +46,7 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
             }
             for obs in result.observations
         ]
-        broken = [
-            {"plugin": info.name, "status": "error", "reason": info.error}
-            for info in host.infos()
-            if info.error
-        ]
+        broken = [{"plugin": info.name, "status": "error", "reason": info.error} for info in host.infos() if info.error]
         payload = {
             "location": str(view.location.path),
             "root": str(view.location.root),

@@ -35,9 +35,7 @@ def configure_logging(debug: bool, verbose: bool = False) -> None:
             logger.removeHandler(handler)
     handler = logging.StreamHandler()
     handler._nia = True  # type: ignore[attr-defined]
-    handler.setFormatter(
-        logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter()
-    )
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
     logger.propagate = False
@@ -83,6 +81,4 @@ class NiaGroup(click.Group):
         except Exception as exc:
             if App.of(ctx).debug:
                 raise
-            raise NiaError_(
-                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
-            ) from None
+            raise NiaError_(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1) from None

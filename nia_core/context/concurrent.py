@@ -1,8 +1,9 @@
 """Run many small calls at once, each under its own timeout, never raising.
 
-Sync calls run on a few daemon worker threads that pull from one shared
-counter, so a slow call holds up only its own worker; a call past its timeout
-is abandoned and a fresh worker takes its place. Async calls share one event
+Sync calls run on daemon worker threads that pull from one shared counter. One
+worker starts; whenever a call has run longer than :data:`SLOW_AFTER`, another
+worker starts beside it, so a slow call holds up only its own worker while fast
+calls pay for no thread contention. A call past its timeout is abandoned. Async calls share one event
 loop on its own thread. Used for loaders and for registry producers.
 """
 
@@ -14,16 +15,16 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-MAX_WORKERS = 4
+SLOW_AFTER = 0.02
+"""Seconds a call may run before another worker is started beside it."""
 
 OutcomeStatus = Literal["ok", "error", "timeout"]
+_PLAIN = (str, bytes, int, float, bool, tuple, list, dict, frozenset, type(None))
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     status: OutcomeStatus
     value: Any = None
     error: BaseException | None = None
@@ -31,53 +32,62 @@ class Outcome:
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+    if inspect.iscoroutinefunction(fn):
+        return True
+    return not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
 
 
 async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-def _call_sync(fn: Callable[[], Any]) -> Outcome:
-    started = time.monotonic()
-    try:
-        value = fn()
-        if inspect.isawaitable(value):
-            value = asyncio.run(_await(value))
-    except Exception as exc:  # noqa: BLE001 - reported to the caller, never raised
-        return Outcome("error", None, exc, time.monotonic() - started)
-    return Outcome("ok", value, None, time.monotonic() - started)
-
-
 class _Round:
-    def __init__(self, calls: Sequence[Callable[[], Any]], timeouts: Sequence[float]) -> None:
+    """One round of calls. Completion is lock-free: ``dict.setdefault`` and
+    ``next(itertools.count())`` are atomic in CPython, so whichever of a worker
+    and the timeout watcher settles a call first wins, exactly once."""
+
+    def __init__(
+        self, calls: Sequence[Callable[[], Any]], timeouts: Sequence[float], asynchronous: Sequence[bool]
+    ) -> None:
         self.calls = calls
         self.timeouts = timeouts
-        self.results: list[Outcome | None] = [None] * len(calls)
-        self.started = [0.0] * len(calls)
-        self.pending = len(calls)
-        self.cond = threading.Condition()
-        self.sync_indexes = [i for i, fn in enumerate(calls) if not is_async(fn)]
-        self.async_indexes = [i for i, fn in enumerate(calls) if is_async(fn)]
+        self.count = len(calls)
+        self.results: dict[int, Outcome] = {}
+        self.started = [0.0] * self.count
+        self.finished = itertools.count(1)
+        self.done = threading.Event()
+        self.sync_indexes = [i for i, flag in enumerate(asynchronous) if not flag]
+        self.async_indexes = [i for i, flag in enumerate(asynchronous) if flag]
         self.async_set = frozenset(self.async_indexes)
         self.next_sync = itertools.count()
+        self.helped: set[int] = set()
 
-    def record(self, index: int, outcome: Outcome) -> None:
-        with self.cond:
-            if self.results[index] is None:
-                self.results[index] = outcome
-                self.pending -= 1
-                if self.pending == 0:
-                    self.cond.notify_all()
+    def settle(self, index: int, outcome: Outcome) -> None:
+        if self.results.setdefault(index, outcome) is outcome and next(self.finished) == self.count:
+            self.done.set()
 
     def sync_worker(self) -> None:
-        while True:
-            position = next(self.next_sync)
-            if position >= len(self.sync_indexes):
+        calls, started, indexes, settle, clock = (
+            self.calls,
+            self.started,
+            self.sync_indexes,
+            self.settle,
+            time.monotonic,
+        )
+        total = len(indexes)
+        for position in self.next_sync:
+            if position >= total:
                 return
-            index = self.sync_indexes[position]
-            self.started[index] = time.monotonic()
-            self.record(index, _call_sync(self.calls[index]))
+            index = indexes[position]
+            begun = started[index] = clock()
+            try:
+                value = calls[index]()
+                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    value = asyncio.run(_await(value))
+            except Exception as exc:  # noqa: BLE001 - reported to the caller, never raised
+                settle(index, Outcome("error", None, exc, clock() - begun))
+            else:
+                settle(index, Outcome("ok", value, None, clock() - begun))
 
     def async_worker(self) -> None:
         async def one(index: int) -> None:
@@ -85,11 +95,11 @@ class _Round:
             try:
                 value = await asyncio.wait_for(self.calls[index](), self.timeouts[index])
             except TimeoutError:
-                self.record(index, Outcome("timeout", seconds=self.timeouts[index]))
+                self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
             except Exception as exc:  # noqa: BLE001
-                self.record(index, Outcome("error", None, exc, time.monotonic() - started))
+                self.settle(index, Outcome("error", None, exc, time.monotonic() - started))
             else:
-                self.record(index, Outcome("ok", value, None, time.monotonic() - started))
+                self.settle(index, Outcome("ok", value, None, time.monotonic() - started))
 
         async def all_of_them() -> None:
             await asyncio.gather(*(one(i) for i in self.async_indexes))
@@ -98,38 +108,47 @@ class _Round:
             asyncio.run(all_of_them())
         except Exception as exc:  # noqa: BLE001 - the event loop itself failed
             for index in self.async_indexes:
-                self.record(index, Outcome("error", None, exc))
+                self.settle(index, Outcome("error", None, exc))
 
     @staticmethod
     def start(target: Callable[[], None]) -> None:
         threading.Thread(target=target, daemon=True, name="nia-concurrent").start()
 
     def run(self) -> list[Outcome]:
-        for _ in range(min(MAX_WORKERS, len(self.sync_indexes))):
+        if self.sync_indexes:
             self.start(self.sync_worker)
         if self.async_indexes:
             self.start(self.async_worker)
-        tick = max(0.005, min(self.timeouts) / 4)
-        with self.cond:
-            while self.pending:
-                self.cond.wait(tick)
-                if self.pending:
-                    self._expire(time.monotonic())
-        return [r for r in self.results if r is not None]
+        tick = min(SLOW_AFTER, max(0.002, min(self.timeouts) / 4))
+        while not self.done.wait(tick):
+            self._watch(time.monotonic())
+        return [self.results[i] for i in range(self.count)]
 
-    def _expire(self, now: float) -> None:
-        """Abandon calls past their timeout; replace each stuck sync worker."""
-        for index, result in enumerate(self.results):
+    def _watch(self, now: float) -> None:
+        """Start a worker beside each slow sync call; abandon calls past their timeout."""
+        for index in range(self.count):
             started = self.started[index]
-            if result is None and started and now - started > self.timeouts[index]:
-                self.results[index] = Outcome("timeout", seconds=self.timeouts[index])
-                self.pending -= 1
-                if index not in self.async_set:
-                    self.start(self.sync_worker)
+            if not started or index in self.results:
+                continue
+            elapsed = now - started
+            if elapsed > self.timeouts[index]:
+                self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
+            if elapsed > SLOW_AFTER and index not in self.async_set and index not in self.helped:
+                self.helped.add(index)
+                self.start(self.sync_worker)
 
 
-def call_all(calls: Sequence[Callable[[], Any]], timeouts: Sequence[float]) -> list[Outcome]:
-    """Call each function exactly once, concurrently; outcomes come back in call order."""
+def call_all(
+    calls: Sequence[Callable[[], Any]],
+    timeouts: Sequence[float],
+    asynchronous: Sequence[bool] | None = None,
+) -> list[Outcome]:
+    """Call each function exactly once, concurrently; outcomes come back in call order.
+
+    ``asynchronous`` says which calls are coroutine functions, when the caller
+    already knows (computing it costs more than a cheap call).
+    """
     if not calls:
         return []
-    return _Round(calls, timeouts).run()
+    flags = asynchronous if asynchronous is not None else [is_async(fn) for fn in calls]
+    return _Round(calls, timeouts, flags).run()

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from nia_core.context.concurrent import call_all
 from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
@@ -19,8 +18,7 @@ log = logging.getLogger("nia.context")
 Status = Literal["ok", "unavailable", "error", "timeout"]
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(NamedTuple):
     """What one loader said: a value, or why there is none."""
 
     key: str
@@ -37,10 +35,13 @@ class Observation:
 def observe(sources: Sequence[ContextSource], default_timeout: float = DEFAULT_TIMEOUT) -> list[Observation]:
     """Call every source's loader once; observations come back in composition order."""
     timeouts = [s.timeout if s.timeout is not None else default_timeout for s in sources]
-    outcomes = call_all([s.load for s in sources], timeouts)
+    outcomes = call_all([s.load for s in sources], timeouts, [s.asynchronous for s in sources])
     observations = []
     for source, timeout, outcome in zip(sources, timeouts, outcomes, strict=True):
         key = source.key
+        if outcome.status == "ok" and outcome.value is not UNAVAILABLE:
+            observations.append(Observation(key, outcome.value, "ok", "", outcome.seconds))
+            continue
         if outcome.status == "timeout":
             log.warning("context source %s: loader took longer than %gs; counted unavailable", key, timeout)
             obs = Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout)
@@ -49,9 +50,7 @@ def observe(sources: Sequence[ContextSource], default_timeout: float = DEFAULT_T
             reason = f"loader raised {type(exc).__name__}: {exc}"
             log.warning("context source %s: %s", key, reason)
             obs = Observation(key, UNAVAILABLE, "error", reason, outcome.seconds)
-        elif outcome.value is UNAVAILABLE:
-            obs = Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", outcome.seconds)
         else:
-            obs = Observation(key, outcome.value, "ok", "", outcome.seconds)
+            obs = Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", outcome.seconds)
         observations.append(obs)
     return observations

@@ -245,6 +245,7 @@ class LocationContext:
         owners: dict[str, Contribution] = {}
         sources: list[ContextSource] = []
         for contribution, outcome in zip(contributions, outcomes, strict=True):
+            problem: Problem | None
             if outcome.status == "timeout":
                 problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
             elif outcome.status == "error":
@@ -257,6 +258,7 @@ class LocationContext:
                         owners[source.key] = contribution
                     sources.extend(accepted)
                     continue
+            assert problem is not None
             problems.append(problem)
             log.warning("%s", problem)
         if strict and problems:
@@ -308,9 +310,7 @@ def _check(
     if isinstance(value, SystemContext):
         value = list(value.sources)
     if isinstance(value, ContextSource) or not isinstance(value, Iterable) or isinstance(value, str | bytes):
-        return [], _problem(
-            contribution, "bad-return", f"returned {type(value).__name__}, not a list of ContextSource"
-        )
+        return [], _problem(contribution, "bad-return", f"returned {type(value).__name__}, not a list of ContextSource")
     items = list(value)
     seen: set[str] = set()
     for item in items:

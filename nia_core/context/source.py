@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from nia_core.context.codec import JSON, Codec
+from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
 
 
@@ -52,6 +53,9 @@ class ContextSource:
 
     def __post_init__(self) -> None:
         validate_key(self.key)
+        # Decided once: observing 1,000 sources must not inspect 1,000 loaders each time.
+        object.__setattr__(self, "asynchronous", is_async(self.load))
+        object.__setattr__(self, "_encoded", None)
         for name in ("load", "baseline"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"context source {self.key!r}: {name} must be callable")
@@ -59,6 +63,9 @@ class ContextSource:
             value = getattr(self, name)
             if value is not None and not callable(value):
                 raise TypeError(f"context source {self.key!r}: {name} must be callable or None")
+
+    asynchronous: bool = field(default=False, init=False, repr=False)
+    """Whether ``load`` is a coroutine function (set from ``load``)."""
 
     @property
     def removable(self) -> bool:

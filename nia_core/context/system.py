@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -127,9 +126,8 @@ class ReplacementBlocked:
 Reconciliation = Unchanged | Updated | ReplacementReady | ReplacementBlocked
 Replacement = ReplacementReady | ReplacementBlocked
 
-# Encoding memo: a loader that returns the very same immutable object as last
-# time (a stat-cached file, say) costs an identity check, not a JSON dump.
-_encoded: weakref.WeakKeyDictionary[ContextSource, tuple[Any, str]] = weakref.WeakKeyDictionary()
+# Encoding memo, kept on the source: a loader that returns the very same immutable
+# object as last time (a stat-cached file, say) costs an identity check, not a JSON dump.
 _IMMUTABLE = (str, bytes, int, float, bool, tuple, frozenset, type(None))
 
 
@@ -142,12 +140,12 @@ def _memoizable(value: Any) -> bool:
 
 def encode(source: ContextSource, value: Any) -> str:
     """Canonical JSON of ``value`` through the source's codec."""
-    memo = _encoded.get(source)
+    memo = source._encoded  # type: ignore[attr-defined]
     if memo is not None and memo[0] is value:
-        return memo[1]
+        return memo[1]  # type: ignore[no-any-return]
     encoded = canonical_json(source.codec.encode(value))
     if _memoizable(value):
-        _encoded[source] = (value, encoded)
+        object.__setattr__(source, "_encoded", (value, encoded))
     return encoded
 
 
@@ -156,15 +154,17 @@ def decode(source: ContextSource, stored: str) -> Any:
 
 
 def _render(source: ContextSource, renderer: str, *args: Any) -> str:
+    fn: Callable[..., Any] | None
     if renderer == "baseline":
         fn = source.baseline
     elif renderer == "update":
         fn = source.update or (lambda _previous, current: source.baseline(current))
     else:
-        fn = source.removal  # type: ignore[assignment]
+        fn = source.removal
+    assert fn is not None
     try:
-        text = fn(*args)  # type: ignore[misc]
-    except Exception as exc:  # noqa: BLE001 - reported with the key
+        text = fn(*args)
+    except Exception as exc:
         raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(text, str):
         raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")

@@ -157,7 +157,8 @@ def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) 
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
             existing = host.plugins.get(name)
             if existing is not None and existing.path != str(path):
-                info.error = f"plugin name already used by {existing.origin} plugin ({existing.path or existing.module})"
+                where = existing.path or existing.module
+                info.error = f"plugin name already used by {existing.origin} plugin ({where})"
                 host.record(info)
                 continue
             if not selection.allows(name, builtin=False):

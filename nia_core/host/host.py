@@ -145,7 +145,7 @@ class PluginHost:
         return dict(table) if isinstance(table, dict) else {}
 
     def _producer(self, name: str) -> Any:
-        def produce(location: Location) -> list[Any]:
+        def produce(location: Location) -> Any:
             impls = [i for i in self.pm.hook.nia_context_sources.get_hookimpls() if i.plugin_name == name]
             arguments = {"location": location}
             sources: list[Any] = []
@@ -156,7 +156,7 @@ class PluginHost:
                 if result is None:
                     continue
                 if not isinstance(result, list | tuple):
-                    return result  # type: ignore[no-any-return]  # the registry reports the bad return
+                    return result  # the registry reports the bad return
                 sources.extend(result)
             return sources
 

@@ -1,0 +1,89 @@
+import json
+
+from click.testing import CliRunner
+
+from nia_core import __version__
+from nia_core.cli import cli
+
+
+def run(*args, **kwargs):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=kwargs.pop("catch", True), **kwargs)
+
+
+def test_version_and_help():
+    assert run("--version").output.strip() == f"nia {__version__}"
+    result = run("--help")
+    assert result.exit_code == 0 and "context" in result.output
+
+
+def test_context_show_prints_the_builtin_baseline(tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Use tabs.\n")
+    result = run("context", "show", "--location", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert f"- Working directory: {tmp_path.resolve()}" in result.output
+    assert "Today's date is " in result.output
+    assert "Use tabs." in result.output
+    assert result.output.index("Environment:") < result.output.index("Today's date") < result.output.index("Use tabs")
+
+
+def test_context_show_json_lists_each_source(tmp_path):
+    result = run("context", "show", "--json", "--location", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    by_key = {s["key"]: s for s in data["sources"]}
+    assert by_key["nia/date"]["plugin"] == "nia-date"
+    assert by_key["nia/environment"]["status"] == "ok"
+    assert by_key["nia/environment"]["size"] == len(
+        next(part for part in data["baseline"].split("\n\n") if part.startswith("Environment")).encode()
+    )
+    assert data["blocked_on"] == []
+
+
+def test_unreadable_instructions_make_the_source_unavailable_not_a_crash(tmp_path):
+    (tmp_path / "AGENTS.md").mkdir()  # exists, cannot be read as a file
+    result = run("context", "show", "--json", "--location", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output[result.output.index("{") :])
+    by_key = {s["key"]: s for s in data["sources"]}
+    assert by_key["nia/instructions"]["status"] == "unavailable"
+    assert data["blocked_on"] == ["nia/instructions"]
+
+
+def test_missing_location_is_a_clear_error(tmp_path):
+    result = run("context", "show", "--location", str(tmp_path / "nope"))
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_malformed_project_toml_names_file_and_line(tmp_path):
+    (tmp_path / ".nia").mkdir()
+    (tmp_path / ".nia" / "project.toml").write_text("[plugins]\ndisabled = [\n")
+    result = run("context", "show", "--location", str(tmp_path))
+    assert result.exit_code == 2
+    assert "project.toml:" in result.output and "TOML syntax error" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_renderer_error_without_traceback_unless_debug(tmp_path):
+    plugins = tmp_path / ".nia" / "plugins"
+    plugins.mkdir(parents=True)
+    (plugins / "bad_render.py").write_text(
+        "from nia_core import ContextSource, hookimpl\n"
+        "@hookimpl\n"
+        "def nia_context_sources():\n"
+        "    return [ContextSource(key='acme/r', load=lambda: 1, baseline=lambda v: '')]\n"
+    )
+    result = run("context", "show", "--location", str(tmp_path))
+    assert result.exit_code == 1
+    assert "Error: context source 'acme/r': baseline renderer returned empty text" in result.output
+    assert "Traceback" not in result.output
+    debug = run("--debug", "context", "show", "--location", str(tmp_path))
+    assert debug.exception is not None and type(debug.exception).__name__ == "RenderError"
+
+
+def test_plugin_switched_off_with_p_no(tmp_path):
+    result = run("-p", "no:nia-date", "context", "show", "--location", str(tmp_path))
+    assert result.exit_code == 0
+    assert "Today's date" not in result.output
+    bad = run("-p", "nia-date", "context", "show")
+    assert bad.exit_code == 2 and "no:NAME" in bad.output

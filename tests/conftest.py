@@ -1,0 +1,15 @@
+"""Every test runs with its own config and data directories and no inherited plugin switches."""
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    for name in ("NIA_DB", "NIA_DISABLE_PLUGINS", "NIA_LOAD_PLUGINS", "NIA_DEBUG", "NIA_TIMEZONE"):
+        monkeypatch.delenv(name, raising=False)
+    return home
