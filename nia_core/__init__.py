@@ -39,6 +39,7 @@ from nia_core.context import (
 from nia_core.errors import InitializationBlocked, NiaError, RenderError
 from nia_core.files import StatCache
 from nia_core.markers import hookimpl, hookspec
+from nia_core.project.sections import project_context_sources
 
 __version__ = "0.1.0"
 
@@ -72,6 +73,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "initialize",
+    "project_context_sources",
     "reconcile",
     "replace",
 ]

@@ -7,4 +7,5 @@ BUILTINS: dict[str, str] = {
     "nia-environment": "nia_plugins.environment",
     "nia-date": "nia_plugins.date",
     "nia-instructions": "nia_plugins.instructions",
+    "nia-project": "nia_plugins.project",
 }

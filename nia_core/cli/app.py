@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from nia_core.cli.logs import configure_logging
 from nia_core.context import Location, LocationContext
 from nia_core.host import PluginHost, load_host
 from nia_core.project import locate
@@ -35,6 +36,8 @@ class App:
             plugins_dirs=tuple(params.get("plugins_dirs") or ()),
         )
         root.obj = app
+        # Dynamic commands resolve before the group callback runs; their warnings must show too.
+        configure_logging(app.debug)
         return app
 
     def locate(self, directory: str | Path | None = None) -> Location:

@@ -22,25 +22,6 @@ class NiaError_(click.ClickException):
         self.exit_code = exit_code
 
 
-class WarningFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        prefix = "Warning" if record.levelno >= logging.WARNING else record.levelname.title()
-        return f"{prefix}: {record.getMessage()}"
-
-
-def configure_logging(debug: bool, verbose: bool = False) -> None:
-    logger = logging.getLogger("nia")
-    for handler in list(logger.handlers):
-        if getattr(handler, "_nia", False):
-            logger.removeHandler(handler)
-    handler = logging.StreamHandler()
-    handler._nia = True  # type: ignore[attr-defined]
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter())
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
-    logger.propagate = False
-
-
 class NiaGroup(click.Group):
     """Resolves commands from plugins (and other dynamic providers) on demand."""
 

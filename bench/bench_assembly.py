@@ -1,0 +1,177 @@
+"""Assembling a workflow's context: 20 directory sources of 100 files each, against naive reading.
+
+Run: ``python bench/bench_assembly.py``. Prints one table (median of repeats, ms).
+
+Each folder holds 80 text files (2-6 KB), 12 binary files (by extension, by
+magic number, by a NUL byte) and 8 oversize files (1.1 MB, sparse on disk).
+"naive read-all" reads every byte of every file and then decides what to keep,
+as a loader without the rules would; "naive stat first" at least skips
+oversize files by size. nia's figures are the whole pipeline: configuration,
+path checks, merging, sources, and the engine's baseline or reconcile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nia_core import Updated, initialize, reconcile
+from nia_core.project import locate
+from nia_core.project import merge as merge_module
+from nia_core.project.binary import binary_content, binary_extension
+from nia_core.project.workflow import Workflow, assemble_workflow
+
+FOLDERS = 20
+TEXT, BINARY, OVERSIZE = 80, 12, 8
+LIMIT = 1024 * 1024
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+
+
+def build(root: Path) -> None:
+    (root / ".nia").mkdir()
+    entries = []
+    for d in range(FOLDERS):
+        folder = root / "docs" / f"area{d:02d}"
+        folder.mkdir(parents=True)
+        for i in range(TEXT):
+            size = 2048 + (i * 37 % 4096)
+            (folder / f"note{i:03d}.md").write_text(f"# Note {d}-{i}\n" + ("lorem ipsum dolor sit amet " * 200)[:size])
+        for i in range(BINARY):
+            kind = i % 3
+            if kind == 0:
+                (folder / f"image{i:02d}.png").write_bytes(PNG)
+            elif kind == 1:
+                (folder / f"disguised{i:02d}.md").write_bytes(PNG)
+            else:
+                (folder / f"data{i:02d}.dat").write_bytes(b"header\x00" + b"x" * 4000)
+        for i in range(OVERSIZE):
+            with open(folder / f"dump{i:02d}.sql", "wb") as handle:
+                handle.write(b"-- dump\n")
+                handle.truncate(LIMIT + 100 * 1024)
+        entries.append(
+            f'[[workflows.context]]\ntype = "directory"\npath = "docs/area{d:02d}/"\ndescription = "Area {d}"\n'
+        )
+    (root / ".nia" / "project.toml").write_text('[project]\nname = "bench"\n')
+    (root / ".nia" / "commands.toml").write_text(
+        '[[workflows]]\ntarget = "bench"\n\n' + "\n".join(entries) + '\n[[workflows.operations]]\nname = "run"\n'
+    )
+
+
+def naive(root: Path, stat_first: bool) -> list[str]:
+    """Walk every folder, read every file, keep what is text under the limit, render it all."""
+    kept, parts = [], []
+    for d in range(FOLDERS):
+        folder = root / "docs" / f"area{d:02d}"
+        for name in sorted(os.listdir(folder)):
+            path = folder / name
+            if stat_first and path.stat().st_size > LIMIT:
+                continue
+            data = path.read_bytes()
+            if len(data) > LIMIT or binary_extension(name) or binary_content(data[:8192]):
+                continue
+            rel = str(path.relative_to(root))
+            kept.append(rel)
+            parts.append(f"## File: {rel}\n\n```md\n{data.decode('utf-8', 'replace')}\n```")
+    "\n\n".join(parts)
+    return kept
+
+
+def list_and_stat(root: Path) -> int:
+    """What any correct check for changes must pay: list each folder, stat each file."""
+    count = 0
+    for d in range(FOLDERS):
+        with os.scandir(root / "docs" / f"area{d:02d}") as listing:
+            for item in listing:
+                item.stat()
+                count += 1
+    return count
+
+
+def median_ms(fn: Callable[[], object], repeats: int, setup: Callable[[], object] | None = None) -> float:
+    samples = []
+    for _ in range(repeats):
+        if setup is not None:
+            setup()
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def forget_caches() -> None:
+    merge_module.FILES.forget()
+    merge_module._kinds.clear()
+
+
+def measure(root: Path, repeats: int) -> list[tuple[str, float, str]]:
+    location = locate(root)
+    state: dict[str, object] = {}
+
+    def nia_assemble() -> Workflow:
+        workflow = assemble_workflow(location, "bench", "run")
+        state["generation"] = initialize(workflow.system_context())
+        return workflow
+
+    workflow = nia_assemble()
+    expected = naive(root, stat_first=False)
+    assert [f.path for f in workflow.category2.files] == expected, "nia and naive disagree on what to include"
+    included, skipped = len(workflow.category2.files), len(workflow.category2.skipped)
+    snapshot = state["generation"].snapshot  # type: ignore[attr-defined]
+    counter = [0]
+    target = root / "docs" / "area07" / "note042.md"
+
+    def edit_one() -> None:
+        counter[0] += 1
+        target.write_text(f"# Edited {counter[0]}\n" + "x" * (100 + counter[0]))
+
+    def boundary_after_edit() -> None:
+        result = reconcile(workflow.system_context(), state["snapshot"])  # type: ignore[arg-type]
+        assert isinstance(result, Updated) and len(result.changes) == 1
+        state["snapshot"] = result.snapshot
+
+    state["snapshot"] = snapshot
+    rows = [
+        ("list + stat every file (floor)", median_ms(lambda: list_and_stat(root), repeats), "no reads at all"),
+        ("naive read-all", median_ms(lambda: naive(root, False), repeats), "reads 2,000 files, 178 MB"),
+        ("naive stat first", median_ms(lambda: naive(root, True), repeats), "reads 1,840 files"),
+        ("nia cold assembly", median_ms(nia_assemble, repeats, forget_caches), "empty caches: first run"),
+        ("nia warm assembly", median_ms(nia_assemble, repeats), "caches warm: same process"),
+        (
+            "nia boundary, unchanged",
+            median_ms(lambda: reconcile(workflow.system_context(), snapshot), repeats),
+            "re-walk, stat, compare",
+        ),
+        ("nia boundary, 1 file edited", median_ms(boundary_after_edit, repeats, edit_one), "one update message"),
+    ]
+    print(f"{included} files included, {skipped} skipped, {FOLDERS} directory sources")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        build(root)
+        print(
+            f"workflow assembly, {FOLDERS} x {TEXT + BINARY + OVERSIZE} files, median of {args.repeats} (ms); "
+            f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
+        )
+        rows = measure(root, args.repeats)
+    naive_ms = next(ms for name, ms, _ in rows if name == "naive read-all")
+    print(f"{'scenario':<30} | {'ms':>9} | {'vs naive read-all':>17} | note")
+    for name, ms, note in rows:
+        print(f"{name:<30} | {ms:9.2f} | {naive_ms / ms:16.1f}x | {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

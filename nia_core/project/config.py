@@ -1,0 +1,361 @@
+"""``.nia/project.toml`` and ``.nia/commands.toml``, read with tomllib and validated.
+
+A wrong type, an unknown key or a missing value is a :class:`ConfigError`
+naming file, line and key path, e.g. ``.nia/commands.toml:14:
+[[workflows]][1].operations[0].context[2].path must be a string, not an
+integer``. Parsed files are cached by their ``stat`` signature, since plugins
+read ``project.toml`` at every safe boundary.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NoReturn, TypeVar
+
+from nia_core.files import Signature, signature
+from nia_core.project.keypath import KeyLines, KeyPath
+from nia_core.project.toml import ConfigError, parse_toml
+
+EntryKind = Literal["file", "directory"]
+PromptFormat = Literal["md", "xml"]
+FORMATS: tuple[PromptFormat, ...] = ("md", "xml")
+DEFAULT_KEEP_TRANSACTIONS = 50
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+
+PROJECT_FILE = "project.toml"
+COMMANDS_FILE = "commands.toml"
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    """One ``[[...context]]`` entry or ``--context-file``/``--context-dir`` flag."""
+
+    kind: EntryKind
+    path: str
+    description: str
+    origin: str
+    """Where it was named: ``project.toml [[project.context]][0]``, ``--context-file``."""
+    base: str | None = None
+    """Where a relative ``path`` starts, when not at the root (the working directory, for flags)."""
+
+
+@dataclass(frozen=True)
+class ProjectInfo:
+    name: str = ""
+    description: str = ""
+    role_prompt: str = ""
+    prompt_format: PromptFormat | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    name: str
+    path: str
+    config: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class CommitConfig:
+    conventions: str = ""
+    types: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    max_subject_length: int | None = None
+    sign_off: bool | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self == CommitConfig()
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    project: ProjectInfo = ProjectInfo()
+    context: tuple[ContextEntry, ...] = ()
+    commit: CommitConfig = CommitConfig()
+    services: tuple[Service, ...] = ()
+    keep_transactions: int = DEFAULT_KEEP_TRANSACTIONS
+    exists: bool = False
+    """Whether ``.nia/project.toml`` exists at all."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    description: str
+    task_prompt: str
+    user_input: bool
+    commit: bool
+    context: tuple[ContextEntry, ...]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One ``[[workflows]]`` entry: a target such as ``issue`` or ``code``."""
+
+    name: str
+    description: str
+    role_prompt: str
+    task_prompt: str
+    context: tuple[ContextEntry, ...]
+    operations: tuple[Operation, ...]
+
+    def operation(self, name: str) -> Operation | None:
+        return next((op for op in self.operations if op.name == name), None)
+
+
+@dataclass(frozen=True)
+class CommandsConfig:
+    targets: tuple[Target, ...] = ()
+    exists: bool = False
+
+    def target(self, name: str) -> Target | None:
+        return next((t for t in self.targets if t.name == name), None)
+
+
+_TYPE_NAMES: dict[type, str] = {
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a float",
+    list: "an array",
+    dict: "a table",
+}
+
+
+def _type_name(value: object) -> str:
+    for cls, name in _TYPE_NAMES.items():
+        if type(value) is cls:
+            return name
+    return "a date or time" if hasattr(value, "isoformat") else type(value).__name__
+
+
+T = TypeVar("T")
+
+
+class _Reader:
+    """Typed access to parsed TOML that reports errors with file, line and key path."""
+
+    def __init__(self, display: str, short: str, text: str) -> None:
+        self.display = display
+        self.short = short
+        self.lines = KeyLines(text)
+
+    def origin(self, where: KeyPath) -> str:
+        return f"{self.short} {where}"
+
+    def fail(self, where: KeyPath, problem: str) -> NoReturn:
+        line = self.lines.line_of(where)
+        location = f"{self.display}:{line}" if line else self.display
+        raise ConfigError(f"{location}: {where} {problem}")
+
+    def table(self, value: object, where: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            self.fail(where, f"must be a table, not {_type_name(value)}")
+        for key in value:
+            if key not in allowed:
+                self.fail(where.key(key), f"is not a known key (expected one of: {', '.join(allowed)})")
+        return value
+
+    def tables(self, value: object, where: KeyPath, name: str) -> list[tuple[KeyPath, Any]]:
+        """The elements of an array of tables, each with its key path."""
+        if not isinstance(value, list):
+            self.fail(where.key(name), f"must be an array of tables ([[...]]), not {_type_name(value)}")
+        return [(where.element(name, i), item) for i, item in enumerate(value)]
+
+    def get(self, table: dict[str, Any], name: str, where: KeyPath, cls: type[T], default: T) -> T:
+        if name not in table:
+            return default
+        value = table[name]
+        if type(value) is not cls:
+            self.fail(where.key(name), f"must be {_TYPE_NAMES[cls]}, not {_type_name(value)}")
+        return value  # type: ignore[no-any-return]
+
+    def string(self, table: dict[str, Any], name: str, where: KeyPath, *, required: bool = False) -> str:
+        if required and name not in table:
+            self.fail(where, f"needs a '{name}' key")
+        value = self.get(table, name, where, str, "")
+        if required and not value.strip():
+            self.fail(where.key(name), "must not be empty")
+        return value
+
+    def strings(self, table: dict[str, Any], name: str, where: KeyPath) -> tuple[str, ...]:
+        values = self.get(table, name, where, list, [])
+        for i, item in enumerate(values):
+            if not isinstance(item, str):
+                self.fail(where.key(name).item(i), f"must be a string, not {_type_name(item)}")
+        return tuple(values)
+
+    def choice(self, table: dict[str, Any], name: str, where: KeyPath, choices: tuple[str, ...]) -> str | None:
+        if name not in table:
+            return None
+        value = self.get(table, name, where, str, "")
+        if value not in choices:
+            expected = " or ".join(f'"{c}"' for c in choices)
+            self.fail(where.key(name), f'must be {expected}, not "{value}"')
+        return value
+
+    def name(self, table: dict[str, Any], key: str, where: KeyPath) -> str:
+        value = self.string(table, key, where, required=True)
+        if not NAME_PATTERN.match(value):
+            self.fail(
+                where.key(key),
+                f'"{value}" is not a command name: use lowercase letters, digits, "-" and "_"',
+            )
+        return value
+
+    def entries(self, table: dict[str, Any], where: KeyPath) -> tuple[ContextEntry, ...]:
+        if "context" not in table:
+            return ()
+        found = []
+        for path, item in self.tables(table["context"], where, "context"):
+            entry = self.table(item, path, ("type", "path", "description"))
+            kind = self.choice(entry, "type", path, ("file", "directory"))
+            if kind is None:
+                self.fail(path, 'needs a \'type\' key ("file" or "directory")')
+            value = self.string(entry, "path", path, required=True)
+            description = self.string(entry, "description", path)
+            found.append(ContextEntry(kind, value, description, self.origin(path)))  # type: ignore[arg-type]
+        return tuple(found)
+
+
+def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
+    root = KeyPath()
+    info = ProjectInfo()
+    context: tuple[ContextEntry, ...] = ()
+    if "project" in data:
+        where = root.table("project")
+        table = reader.table(data["project"], where, ("name", "description", "role_prompt", "prompt_format", "context"))
+        info = ProjectInfo(
+            name=reader.string(table, "name", where),
+            description=reader.string(table, "description", where),
+            role_prompt=reader.string(table, "role_prompt", where),
+            prompt_format=reader.choice(table, "prompt_format", where, FORMATS),  # type: ignore[arg-type]
+        )
+        context = reader.entries(table, where)
+    commit = CommitConfig()
+    if "commit" in data:
+        where = root.table("commit")
+        table = reader.table(
+            data["commit"], where, ("conventions", "types", "scopes", "max_subject_length", "sign_off")
+        )
+        length = table.get("max_subject_length")
+        if length is not None and (type(length) is not int or length < 1):
+            reader.fail(where.key("max_subject_length"), f"must be a positive integer, not {length!r}")
+        sign_off = table.get("sign_off")
+        if sign_off is not None and type(sign_off) is not bool:
+            reader.fail(where.key("sign_off"), f"must be a boolean, not {_type_name(sign_off)}")
+        commit = CommitConfig(
+            conventions=reader.string(table, "conventions", where),
+            types=reader.strings(table, "types", where),
+            scopes=reader.strings(table, "scopes", where),
+            max_subject_length=length,
+            sign_off=sign_off,
+        )
+    services = []
+    if "services" in data:
+        for where, item in reader.tables(data["services"], root, "services"):
+            table = reader.table(item, where, ("name", "path", "config"))
+            services.append(
+                Service(
+                    name=reader.string(table, "name", where, required=True),
+                    path=reader.string(table, "path", where, required=True),
+                    config=reader.string(table, "config", where),
+                    origin=reader.origin(where),
+                )
+            )
+    keep = DEFAULT_KEEP_TRANSACTIONS
+    if "logs" in data:
+        where = root.table("logs")
+        table = reader.table(data["logs"], where, ("keep_transactions",))
+        keep = reader.get(table, "keep_transactions", where, int, DEFAULT_KEEP_TRANSACTIONS)
+        if keep < 1:
+            reader.fail(where.key("keep_transactions"), f"must be at least 1, not {keep}")
+    return ProjectConfig(info, context, commit, tuple(services), keep, exists=True)
+
+
+def _commands(reader: _Reader, data: dict[str, Any]) -> CommandsConfig:
+    root = KeyPath()
+    reader.table(data, root, ("workflows",))
+    targets: list[Target] = []
+    seen: dict[str, KeyPath] = {}
+    for where, item in reader.tables(data.get("workflows", []), root, "workflows"):
+        table = reader.table(
+            item, where, ("target", "description", "role_prompt", "task_prompt", "context", "operations")
+        )
+        name = reader.name(table, "target", where)
+        if name in seen:
+            reader.fail(where.key("target"), f'"{name}" is already defined by {seen[name]}')
+        seen[name] = where
+        operations: list[Operation] = []
+        names: dict[str, KeyPath] = {}
+        for op_where, op_item in reader.tables(table.get("operations", []), where, "operations"):
+            op = reader.table(
+                op_item, op_where, ("name", "description", "task_prompt", "user_input", "commit", "context")
+            )
+            op_name = reader.name(op, "name", op_where)
+            if op_name in names:
+                reader.fail(op_where.key("name"), f'"{op_name}" is already defined by {names[op_name]}')
+            names[op_name] = op_where
+            operations.append(
+                Operation(
+                    name=op_name,
+                    description=reader.string(op, "description", op_where),
+                    task_prompt=reader.string(op, "task_prompt", op_where),
+                    user_input=reader.get(op, "user_input", op_where, bool, False),
+                    commit=reader.get(op, "commit", op_where, bool, False),
+                    context=reader.entries(op, op_where),
+                )
+            )
+        targets.append(
+            Target(
+                name=name,
+                description=reader.string(table, "description", where),
+                role_prompt=reader.string(table, "role_prompt", where),
+                task_prompt=reader.string(table, "task_prompt", where),
+                context=reader.entries(table, where),
+                operations=tuple(operations),
+            )
+        )
+    return CommandsConfig(tuple(targets), exists=True)
+
+
+C = TypeVar("C")
+_cache: dict[tuple[str, str], tuple[Signature, Any]] = {}
+_lock = threading.Lock()
+
+
+def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], C], empty: C) -> C:
+    path = root / ".nia" / filename
+    display = f".nia/{filename}"
+    try:
+        with open(path, "rb") as handle:
+            sig = signature(os.fstat(handle.fileno()))
+            cached = _cache.get((str(path), filename))
+            if cached is not None and cached[0] == sig:
+                return cached[1]  # type: ignore[no-any-return]
+            raw = handle.read()
+    except FileNotFoundError:
+        return empty
+    except OSError as exc:
+        raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
+    data = parse_toml(raw, display)
+    config = build(_Reader(display, filename, raw.decode("utf-8")), data)
+    with _lock:
+        _cache[(str(path), filename)] = (sig, config)
+    return config
+
+
+def load_project_config(root: Path) -> ProjectConfig:
+    """The validated ``.nia/project.toml`` under ``root`` (an empty config when absent)."""
+    return _load(root, PROJECT_FILE, _project, ProjectConfig())
+
+
+def load_commands_config(root: Path) -> CommandsConfig:
+    """The validated ``.nia/commands.toml`` under ``root`` (no workflows when absent)."""
+    return _load(root, COMMANDS_FILE, _commands, CommandsConfig())

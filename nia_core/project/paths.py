@@ -1,0 +1,100 @@
+"""Canonical paths and path security.
+
+A context path resolves from the repository root (the project root), with
+``..`` resolved and symlinks followed; the result must lie inside the root.
+Anything that escapes it (``../``, an absolute path elsewhere, a symlink
+pointing out), a symlink loop or something that is neither a regular file nor
+a folder is refused with an error naming the entry that asked for it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from nia_core.errors import UsageError
+
+
+class ContextPathError(UsageError):
+    """A context path that cannot be used; the message's second line names the entry."""
+
+    def __init__(self, problem: str, path: str, origin: str, detail: str = "") -> None:
+        self.problem = problem
+        self.path = path
+        self.origin = origin
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(f"{problem}: {path}{suffix}\n  Source: {origin}")
+
+
+class ContextNotFound(ContextPathError):
+    """The entry names a file or folder that does not exist."""
+
+
+class ContextOutsideRepository(ContextPathError):
+    """The entry resolves outside the repository."""
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether the canonical ``path`` is ``root`` or lies below it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def relative(path: str, root: str) -> str:
+    """``path`` (canonical, inside ``root``) relative to ``root``, with ``/`` separators (``.`` for the root)."""
+    if path == root:
+        return "."
+    prefix = root.rstrip(os.sep) + os.sep
+    rel = path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root)
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+
+def canonical(root: Path, raw: str, origin: str, *, kind: str = "file", shown: str | None = None) -> str:
+    """The canonical absolute path of ``raw`` (relative to ``root``), checked to lie inside it.
+
+    Raises :class:`ContextNotFound` when nothing is there, and another
+    :class:`ContextPathError` for every way of escaping the repository.
+    """
+    shown = raw if shown is None else shown
+    if not raw.strip() or not shown.strip():
+        raise ContextPathError("Context path is empty", repr(shown), origin)
+    if "\x00" in raw:
+        raise ContextPathError("Context path contains a NUL byte", repr(raw), origin)
+    base = str(root)
+    joined = os.path.join(base, raw)
+    try:
+        real = os.path.realpath(joined, strict=True)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ContextPathError("Context path is a symlink loop", shown, origin) from None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            lenient = os.path.realpath(joined)
+            if not inside(lenient, base):
+                raise ContextOutsideRepository(
+                    "Context path is outside the repository", shown, origin, f"resolves to {lenient}"
+                ) from None
+            missing = "Context directory not found" if kind == "directory" else "Context file not found"
+            raise ContextNotFound(missing, shown, origin) from None
+        raise ContextPathError("Context path cannot be read", shown, origin, exc.strerror or str(exc)) from None
+    if not inside(real, base):
+        raise ContextOutsideRepository("Context path is outside the repository", shown, origin, f"resolves to {real}")
+    return real
+
+
+def check_kind(real: str, kind: str, shown: str, origin: str, *, flag: bool = False) -> os.stat_result:
+    """Stat ``real`` and check it is a regular file (``kind="file"``) or a folder."""
+    try:
+        info = os.stat(real)
+    except OSError as exc:
+        raise ContextPathError("Context path cannot be read", shown, origin, exc.strerror or str(exc)) from None
+    if kind == "file":
+        if stat.S_ISDIR(info.st_mode):
+            hint = "use --context-dir" if flag else 'use type = "directory"'
+            raise ContextPathError("Context path is a directory, not a file", shown, origin, hint)
+        if not stat.S_ISREG(info.st_mode):
+            raise ContextPathError("Context path is not a regular file", shown, origin)
+    elif not stat.S_ISDIR(info.st_mode):
+        hint = "use --context-file" if flag else 'use type = "file"'
+        raise ContextPathError("Context path is not a directory", shown, origin, hint)
+    return info
