@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     import click
 
     from nia_core.context import ContextSource, Location, LocationContext
+    from nia_core.providers.base import Provider
+    from nia_core.sessions.messages import Message
 
 
 @hookspec
@@ -59,4 +61,44 @@ def nia_register_commands(cli: click.Group) -> None:
             @cli.command()
             def hello():
                 click.echo("hi")
+    """
+
+
+@hookspec(firstresult=True)
+def nia_summarize(messages: list[Message]) -> str | None:
+    """Summarize a session's history for compaction (``nia session compact``).
+
+    ``messages`` is what the model sees now (a previous summary first, if
+    any). Return the summary text that will open the next context epoch in
+    place of those messages, or ``None`` to leave it to the next plugin; the
+    first non-``None`` answer wins. Without any, nia uses its offline,
+    deterministic one-line-per-message summary.
+
+    Example::
+
+        @hookimpl
+        def nia_summarize(messages):
+            return "We talked about: " + ", ".join(m.text[:20] for m in messages if m.kind == "user")
+    """
+
+
+@hookspec
+def nia_providers(location: Location, config: dict[str, Any]) -> list[Provider] | None:
+    """Return the model providers this plugin adds (see ``docs/providers.md``).
+
+    A provider serves every model named ``NAME/MODEL`` where ``NAME`` is its
+    ``name`` (lowercase letters, digits, ``-``; the built-in names ``echo``,
+    ``openai-chat`` and ``anthropic-messages`` are taken). It implements
+    :class:`nia_core.providers.base.Provider`: ``lower(request) -> dict``, pure
+    and byte-deterministic, and ``send(request, stream=None) -> Reply``, which
+    raises ``ProviderError`` on failure. ``config`` is this plugin's own table
+    in ``.nia/project.toml`` (``[plugins.NAME]``), or ``{}``. Called when a
+    session at ``location`` looks up its provider; a plugin whose hook raises or
+    returns something else is reported by name and left out.
+
+    Example::
+
+        @hookimpl
+        def nia_providers(config):
+            return [AcmeProvider(endpoint=config.get("endpoint", "http://localhost:9000"))]
     """

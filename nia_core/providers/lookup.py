@@ -1,0 +1,149 @@
+"""The providers a session can use at one Location: built-ins, configured, and plugins'.
+
+:mod:`nia_core.providers.registry` resolves names process-wide (built-ins read
+their URL and key from the environment). :func:`providers_at` adds what a
+project says: the ``[providers.NAME]`` tables of its ``.nia/project.toml``
+configure the HTTP built-ins, and plugins add providers through the
+``nia_providers`` hook. The result is a callable ``model -> Provider``, the
+shape the session runner takes.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from nia_core.errors import UsageError
+from nia_core.providers import registry
+from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
+from nia_core.providers.base import Provider, split_model
+from nia_core.providers.lowering import ProviderConfigError
+from nia_core.providers.openai_chat import OpenAIChatProvider
+from nia_core.providers.remote import RemoteProvider
+from nia_core.providers.settings import providers_table
+
+if TYPE_CHECKING:
+    from nia_core.context import Location
+    from nia_core.host import PluginHost
+
+log = logging.getLogger("nia.providers")
+
+CONFIGURABLE: dict[str, type[RemoteProvider]] = {
+    OpenAIChatProvider.name: OpenAIChatProvider,
+    AnthropicMessagesProvider.name: AnthropicMessagesProvider,
+}
+NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class ProviderLookup:
+    """``lookup(model)`` -> the provider serving ``PROVIDER/MODEL`` here.
+
+    Configured providers are built on first use, so a bad setting of one
+    provider (``OPENAI_BASE_URL=ftp://…``) only fails the sessions that use it.
+    """
+
+    def __init__(
+        self, factories: Mapping[str, Callable[[], Provider]] | None = None, problems: tuple[str, ...] = ()
+    ) -> None:
+        self._factories = dict(factories or {})
+        self._built: dict[str, Provider] = {}
+        self.problems = problems
+        """Plugins' providers left out, and why (also logged as warnings)."""
+
+    def names(self) -> list[str]:
+        return sorted({*self._factories, *registry.provider_names()})
+
+    def check(self, model: str) -> str:
+        """``model`` when its provider is known and its settings are valid, else a clear error."""
+        self(model)
+        return model
+
+    def __call__(self, model: str) -> Provider:
+        name, _ = split_model(model)
+        if name in self._built:
+            return self._built[name]
+        factory = self._factories.get(name)
+        if factory is None:
+            if name not in registry.provider_names():
+                notes = "".join(f"; {p}" for p in self.problems)
+                known = ", ".join(self.names())
+                raise UsageError(f"unknown provider {name!r} in model {model!r} (known providers: {known}){notes}")
+            return registry.get_provider(model)
+        provider = self._built[name] = factory()
+        return provider
+
+
+def providers_at(location: Location, host: PluginHost | None = None) -> ProviderLookup:
+    """The lookup for sessions at ``location``: project config, then plugins (when ``host`` is given)."""
+    path = location.nia_dir / "project.toml"
+    tables = providers_table(path)
+    for name in tables:
+        if name not in CONFIGURABLE:
+            known = ", ".join(sorted(CONFIGURABLE))
+            raise ProviderConfigError(
+                f"{path}: [providers.{name}]: not a configurable provider (known: {known}); "
+                "a plugin's provider reads the plugin's own [plugins.NAME] table"
+            )
+    factories: dict[str, Callable[[], Provider]] = {
+        # Built per lookup, so the environment is read now, not when the process first asked.
+        name: functools.partial(cls.from_config, tables.get(name, {}), where=str(path))
+        for name, cls in CONFIGURABLE.items()
+    }
+    problems: list[str] = []
+    if host is not None:
+        owners: dict[str, str] = {}
+        for provider, plugin in _plugin_providers(host, location, problems):
+            if provider.name in registry.BUILTIN:
+                problems.append(f"plugin {plugin!r}: provider name {provider.name!r} is taken by a built-in provider")
+            elif provider.name in owners:
+                problems.append(
+                    f"plugin {plugin!r}: provider name {provider.name!r} is taken by plugin {owners[provider.name]!r}"
+                )
+            else:
+                owners[provider.name] = plugin
+                factories[provider.name] = functools.partial(_same, provider)
+    for problem in problems:
+        log.warning("%s", problem)
+    if problems and host is not None and host.strict:
+        raise ProviderConfigError("; ".join(problems))
+    return ProviderLookup(factories, tuple(problems))
+
+
+def _same(provider: Provider) -> Provider:
+    return provider
+
+
+def _plugin_providers(host: PluginHost, location: Location, problems: list[str]) -> list[tuple[Provider, str]]:
+    found: list[tuple[Provider, str]] = []
+    for impl in host.pm.hook.nia_providers.get_hookimpls():
+        plugin = impl.plugin_name
+        arguments: dict[str, Any] = {"location": location}
+        if "config" in impl.argnames:
+            arguments["config"] = host.plugin_config(plugin, location)
+        try:
+            result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
+        except Exception as exc:  # noqa: BLE001 - one plugin must not break every session
+            problems.append(f"plugin {plugin!r}: nia_providers raised {type(exc).__name__}: {exc}")
+            continue
+        if result is None:
+            continue
+        if not isinstance(result, list | tuple):
+            problems.append(f"plugin {plugin!r}: nia_providers returned {type(result).__name__}, not a list")
+            continue
+        for provider in result:
+            if not isinstance(provider, Provider) or not isinstance(getattr(provider, "name", None), str):
+                problems.append(
+                    f"plugin {plugin!r}: nia_providers returned a {type(provider).__name__}, "
+                    "not a provider (name, lower, send)"
+                )
+                continue
+            if not NAME.match(provider.name):
+                problems.append(
+                    f"plugin {plugin!r}: provider name {provider.name!r} must be lowercase letters, digits and '-'"
+                )
+                continue
+            found.append((provider, plugin))
+    return found

@@ -1,0 +1,240 @@
+"""``openai-chat``: the OpenAI Chat Completions API (and servers that speak it).
+
+The baseline is the first message (``system``, or ``developer`` for models
+that want it); every request of a session carries the same
+``prompt_cache_key``, so OpenAI routes it to the machine that holds its
+prefix. Mid-conversation system messages use the model's native role where
+the capability table says it has one, and the wrapped user-role fallback
+otherwise (the safe default for unknown models: many chat templates reject a
+system message after the first turn).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from nia_core.providers.base import ProviderError, StreamCallback
+from nia_core.providers.http import Endpoint, HttpError, ServerSentEvent, decode_event
+from nia_core.providers.lowering import (
+    WRAPPED,
+    CapabilityTable,
+    ModelCapabilities,
+    canonical_arguments,
+    check_history,
+    wrap_summary,
+    wrap_update,
+)
+from nia_core.providers.remote import RemoteProvider, StreamAssembler
+from nia_core.providers.settings import HttpDefaults
+from nia_core.sessions.messages import Message, ModelRequest, Reply, ToolCall, Usage
+
+NAME = "openai-chat"
+
+MODELS = CapabilityTable(
+    [
+        ("gpt-5*", ModelCapabilities("developer", "developer")),
+        ("o1-mini*", ModelCapabilities("system", WRAPPED)),
+        ("o1-preview*", ModelCapabilities("system", WRAPPED)),
+        ("o1*", ModelCapabilities("developer", "developer")),
+        ("o3*", ModelCapabilities("developer", "developer")),
+        ("o4*", ModelCapabilities("developer", "developer")),
+        ("gpt-4*", ModelCapabilities("system", "system")),
+        ("gpt-3.5*", ModelCapabilities("system", "system")),
+        ("chatgpt-*", ModelCapabilities("system", "system")),
+    ]
+)
+"""Built-in capabilities. Anything unmatched: baseline as ``system``, updates wrapped."""
+
+
+def prompt_cache_key(session_id: str) -> str:
+    """Stable per session, opaque, and short: the session id never leaves as itself."""
+    return "nia-" + hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
+def lower_chat(
+    request: ModelRequest, model: str, capabilities: ModelCapabilities, *, max_tokens: int | None
+) -> dict[str, Any]:
+    """The Chat Completions request body for ``request`` (pure; same input, same dict)."""
+    check_history(request.messages)
+    messages: list[dict[str, Any]] = []
+    if request.baseline:
+        messages.append({"role": capabilities.baseline_role, "content": request.baseline})
+    first_turn = len(messages)
+    for message in request.messages:
+        lowered = _lower_message(message, capabilities)
+        if lowered is None:
+            continue
+        if message.kind == "system_update" and not capabilities.native_updates:
+            previous = messages[-1] if len(messages) > first_turn else None
+            if previous is not None and previous["role"] == "user":
+                previous["content"] = [*_parts(previous["content"]), {"type": "text", "text": lowered["content"]}]
+                continue
+        messages.append(lowered)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "prompt_cache_key": prompt_cache_key(request.session_id),
+    }
+    if max_tokens is not None:
+        body["max_completion_tokens"] = max_tokens
+    return body
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return list(content)
+    return [{"type": "text", "text": content}]
+
+
+def _lower_message(message: Message, capabilities: ModelCapabilities) -> dict[str, Any] | None:
+    kind = message.kind
+    if kind == "user":
+        return {"role": "user", "content": message.text}
+    if kind == "summary":
+        return {"role": "user", "content": wrap_summary(message.text)}
+    if kind == "system_update":
+        if capabilities.native_updates:
+            return {"role": capabilities.update_role, "content": message.text}
+        return {"role": "user", "content": wrap_update(message.text)}
+    if kind == "tool_result":
+        text = f"Error: {message.text}" if message.is_error else message.text
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text}
+    if kind == "assistant":
+        if not message.text and not message.tool_calls:
+            return None
+        lowered: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            lowered["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": canonical_arguments(call.arguments)},
+                }
+                for call in message.tool_calls
+            ]
+        return lowered
+    raise ProviderError(f"cannot lower a message of kind {kind!r}")
+
+
+class OpenAIChatProvider(RemoteProvider):
+    name = NAME
+    defaults = HttpDefaults(
+        base_url="https://api.openai.com/v1", base_url_env="OPENAI_BASE_URL", api_key_env="OPENAI_API_KEY"
+    )
+    builtin_models = MODELS
+
+    def lower(self, request: ModelRequest) -> dict[str, Any]:
+        model = self.model_name(request)
+        return lower_chat(request, model, self.capabilities(model), max_tokens=self.settings.max_tokens)
+
+    def endpoint(self) -> Endpoint:
+        headers = {}
+        if self.settings.api_key:
+            headers["Authorization"] = f"Bearer {self.settings.api_key}"
+        hint = f"set {self.settings.api_key_env}" if not self.settings.api_key else f"check {self.settings.api_key_env}"
+        return Endpoint(f"{self.settings.base_url}/chat/completions", headers, self.name, hint)
+
+    def streaming_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+
+    def parse_reply(self, endpoint: Endpoint, obj: dict[str, Any]) -> Reply:
+        choices = obj.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise _invalid(endpoint, "no choices")
+        message = choices[0].get("message")
+        if not isinstance(message, dict):
+            raise _invalid(endpoint, "choices[0] has no message")
+        text = message.get("content")
+        if text is None:
+            text = message.get("refusal") or ""
+        if not isinstance(text, str):
+            raise _invalid(endpoint, "choices[0].message.content is not text")
+        calls = []
+        for raw in message.get("tool_calls") or []:
+            function = raw.get("function") if isinstance(raw, dict) else None
+            if not isinstance(function, dict):
+                raise _invalid(endpoint, "a tool call without a function")
+            calls.append(_tool_call(endpoint, raw.get("id"), function.get("name"), function.get("arguments")))
+        return Reply(text=text, tool_calls=tuple(calls), usage=_usage(obj.get("usage")), raw=obj)
+
+    def assembler(self, endpoint: Endpoint, stream: StreamCallback) -> StreamAssembler:
+        return _ChatStream(endpoint, stream)
+
+
+def _invalid(endpoint: Endpoint, why: str) -> HttpError:
+    return HttpError(f"{endpoint.label}: invalid response from {endpoint.url}: {why}")
+
+
+def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any) -> ToolCall:
+    if not isinstance(call_id, str) or not isinstance(name, str) or not name:
+        raise _invalid(endpoint, "a tool call without id or name")
+    try:
+        parsed = json.loads(arguments or "{}")
+    except (TypeError, ValueError):
+        raise _invalid(endpoint, f"tool call {call_id} ({name}) has arguments that are not JSON") from None
+    if not isinstance(parsed, dict):
+        raise _invalid(endpoint, f"tool call {call_id} ({name}) has arguments that are not a JSON object")
+    return ToolCall(call_id, name, parsed)
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get("prompt_tokens_details") or {}
+    return Usage(
+        input_tokens=int(raw.get("prompt_tokens") or 0),
+        output_tokens=int(raw.get("completion_tokens") or 0),
+        cached_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+    )
+
+
+class _ChatStream(StreamAssembler):
+    """``chat.completion.chunk`` events: content deltas, tool-call fragments by index, usage last."""
+
+    def __init__(self, endpoint: Endpoint, stream: StreamCallback) -> None:
+        super().__init__(endpoint, stream)
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage = Usage()
+        self.done = False
+        self.finished = False
+
+    def feed(self, event: ServerSentEvent) -> None:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return
+        chunk = decode_event(self.endpoint, event)
+        if "error" in chunk:
+            error = chunk["error"]
+            said = error.get("message") if isinstance(error, dict) else error
+            raise HttpError(f"{self.endpoint.label}: the stream from {self.endpoint.url} reported an error: {said}")
+        if chunk.get("usage"):
+            self.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if choice.get("finish_reason"):
+                self.finished = True
+            delta = choice.get("delta") or {}
+            content = delta.get("content")
+            if content:
+                self.text.append(content)
+                self.stream(content)
+            for fragment in delta.get("tool_calls") or []:
+                call = self.calls.setdefault(int(fragment.get("index", 0)), {"id": "", "name": "", "arguments": ""})
+                if fragment.get("id"):
+                    call["id"] = fragment["id"]
+                function = fragment.get("function") or {}
+                if function.get("name"):
+                    call["name"] = function["name"]
+                call["arguments"] += function.get("arguments") or ""
+
+    def reply(self) -> Reply:
+        if not self.done and not self.finished:
+            raise _invalid(self.endpoint, "the stream ended before the reply was complete")
+        calls = tuple(
+            _tool_call(self.endpoint, c["id"], c["name"], c["arguments"]) for _, c in sorted(self.calls.items())
+        )
+        text = "".join(self.text)
+        raw = {"streamed": True, "text": text, "usage": self.usage.__dict__}
+        return Reply(text=text, tool_calls=calls, usage=self.usage, raw=raw)

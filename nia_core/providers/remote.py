@@ -1,0 +1,101 @@
+"""What the HTTP providers share: settings, the client, and the send loop (plain or streamed)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from nia_core.providers.base import StreamCallback, split_model
+from nia_core.providers.http import Endpoint, HttpClient, ServerSentEvent, Sleep
+from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
+from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
+from nia_core.sessions.messages import ModelRequest, Reply
+
+
+class StreamAssembler(ABC):
+    """Builds a :class:`Reply` from a provider's stream events, passing text on as it comes."""
+
+    def __init__(self, endpoint: Endpoint, stream: StreamCallback) -> None:
+        self.endpoint = endpoint
+        self.stream = stream
+
+    @abstractmethod
+    def feed(self, event: ServerSentEvent) -> None: ...
+
+    @abstractmethod
+    def reply(self) -> Reply: ...
+
+
+class RemoteProvider(ABC):
+    """A provider behind an HTTP API. Subclasses say how to lower, where to send, how to read."""
+
+    name: str
+    defaults: HttpDefaults
+    builtin_models: CapabilityTable
+
+    def __init__(
+        self,
+        settings: HttpSettings | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.settings = settings or http_settings(self.name, {}, self.defaults, environ=environ)
+        self.models = self.builtin_models.extended(self.settings.models)
+        client_options: dict[str, Any] = {"timeout": self.settings.timeout, "retry": self.settings.retry}
+        if sleep is not None:
+            client_options["sleep"] = sleep
+        self.client = HttpClient(**client_options)
+
+    @classmethod
+    def from_config(
+        cls,
+        table: Mapping[str, Any] | None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        where: str = "config",
+        sleep: Sleep | None = None,
+    ) -> RemoteProvider:
+        """The provider configured by its ``[providers.NAME]`` table (may be empty)."""
+        settings = http_settings(cls.name, table, cls.defaults, environ=environ, where=where)
+        return cls(settings, environ=environ, sleep=sleep)
+
+    def capabilities(self, model: str) -> ModelCapabilities:
+        """The capabilities of ``model`` (the part after ``PROVIDER/``)."""
+        return self.models.lookup(model)
+
+    def model_name(self, request: ModelRequest) -> str:
+        return split_model(request.model)[1]
+
+    @abstractmethod
+    def lower(self, request: ModelRequest) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def endpoint(self) -> Endpoint: ...
+
+    @abstractmethod
+    def streaming_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The lowered body, asking for a stream."""
+
+    @abstractmethod
+    def parse_reply(self, endpoint: Endpoint, obj: dict[str, Any]) -> Reply: ...
+
+    @abstractmethod
+    def assembler(self, endpoint: Endpoint, stream: StreamCallback) -> StreamAssembler: ...
+
+    def encode(self, request: ModelRequest) -> bytes:
+        """The exact request bytes (without streaming options)."""
+        return encode_body(self.lower(request))
+
+    def send(self, request: ModelRequest, *, stream: StreamCallback | None = None) -> Reply:
+        body = self.lower(request)
+        endpoint = self.endpoint()
+        if stream is None:
+            return self.parse_reply(endpoint, self.client.post_json(endpoint, encode_body(body)))
+        assembler = self.assembler(endpoint, stream)
+        self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), assembler.feed)
+        return assembler.reply()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.settings.base_url!r})"
