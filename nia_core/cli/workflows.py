@@ -18,8 +18,9 @@ import click
 from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
 from nia_core.cli.main import cli
+from nia_core.cli.session import SessionBlocked, host_context, host_providers, opened
 from nia_core.context import Location, initialize
-from nia_core.errors import NiaError
+from nia_core.errors import NiaError, UsageError
 from nia_core.project import translog
 from nia_core.project.config import (
     COMMANDS_FILE,
@@ -31,8 +32,9 @@ from nia_core.project.config import (
 )
 from nia_core.project.toml import ConfigError
 from nia_core.project.workflow import Workflow, assemble_workflow
+from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.sessions import Blocked, Replied, run_turn
 
-NOT_RUN_EXIT = 4
 """Exit status of a workflow run without ``--print-prompt`` until sessions are wired in: assembled, not sent."""
 
 
@@ -173,15 +175,52 @@ def run_workflow(ctx: click.Context, target: Target, operation: Operation, **par
     if params["print_prompt"]:
         click.echo(generation.baseline)
         return
-    files = len(workflow.category1.merged.files) + len(workflow.category2.files)
-    click.echo(
-        f"Assembled the context for 'nia {workflow.name}': {len(generation.parts)} sources, {files} files, "
-        f"{len(generation.baseline.encode())} bytes (logged to {log_path}).\n"
-        "Nothing was sent: running a workflow needs durable sessions, which are not wired in yet. "
-        "Use --print-prompt to see the prompt.",
-        err=True,
-    )
-    ctx.exit(NOT_RUN_EXIT)
+    run_session(app, workflow, params["model"], params["session"])
+
+
+START_MESSAGE = "Carry out the task described in the system context."
+"""The first user turn of a workflow session: the task and its input are already in the baseline."""
+
+
+def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | None) -> None:
+    """Send one turn of a workflow session: a new one, or ``--session ID`` to continue.
+
+    Every boundary composes the workflow's sections in front of the plugins'
+    sources, so the baseline is exactly what ``--print-prompt`` shows.
+    """
+    where = str(workflow.location.path)
+    providers = host_providers(app, where)
+    context_for = workflow.context_for(host_context(app))
+    with opened(click.get_current_context(), session_prefix) as (store, session_id):
+        if session_id:
+            record = store.session(session_id)
+            if record.location != where:
+                raise UsageError(
+                    f"session {session_id} is at {record.location}, not here ({where}); "
+                    "run the workflow from there, or move the session"
+                )
+            text = workflow.user_input or "Continue."
+        else:
+            providers.check(model)
+            session_id = store.create_session(where, model).id
+            text = START_MESSAGE
+        click.echo(f"session {session_id}", err=True)
+        streamed: list[str] = []
+
+        def show_text(piece: str) -> None:
+            streamed.append(piece)
+            click.echo(piece, nl=False)
+
+        result = run_turn(store, session_id, context_for, providers, text=text, stream=show_text)
+        if isinstance(result, Replied):
+            click.echo("" if streamed else result.reply.text)
+            click.echo(f"Continue with: nia {workflow.name} --session {session_id[:12]} ...", err=True)
+            return
+        if isinstance(result, Blocked):
+            raise SessionBlocked(
+                f"{result}; the input is kept pending, retry with: nia {workflow.name} --session {session_id}"
+            )
+        raise UsageError(str(result))
 
 
 def _operation_command(target: Target, operation: Operation) -> click.Command:
@@ -206,6 +245,8 @@ def _operation_command(target: Target, operation: Operation) -> click.Command:
             help="Render the prompt as Markdown or XML (default: [project] prompt_format, else md).",
         ),
         click.Option(["--verbose", "-v"], is_flag=True, help="Show every file included or skipped, and why."),
+        click.Option(["--model"], default=DEFAULT_MODEL, show_default=True, help="PROVIDER/MODEL for a new session."),
+        click.Option(["--session"], metavar="ID", default=None, help="Continue this workflow session."),
     ]
     if operation.user_input:
         params.append(click.Argument(["user_input"], nargs=-1))

@@ -109,15 +109,42 @@ def test_missing_or_unexpected_input_is_a_usage_error(tmp_path):
     assert extra.exit_code == 2 and "unexpected extra argument" in extra.stderr
 
 
-def test_without_print_prompt_the_context_is_assembled_logged_and_nothing_sent(tmp_path):
+def test_running_a_workflow_opens_a_session_whose_baseline_is_the_printed_prompt(tmp_path):
     root = make(tmp_path)
+    printed = run(root, "code", "create", "--print-prompt").stdout
     result = run(root, "code", "create")
-    assert result.exit_code == 4
-    assert result.stdout == ""
-    assert "Assembled the context for 'nia code create'" in result.stderr
-    assert "Nothing was sent" in result.stderr
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("[echo/echo] baseline ")
+    assert result.stdout.endswith("you said: Carry out the task described in the system context.\n")
+    session_id = result.stderr.splitlines()[0].removeprefix("session ")
     log = json.loads((root / ".nia/logs/transactions/latest.json").read_text())
     assert log["status"] == "assembled"
+    view = json.loads(run(root, "session", "show", session_id, "--model-view", "--json").stdout)
+    assert view["system"] + "\n" == printed
+    assert view["messages"][0] == {"role": "user", "content": "Carry out the task described in the system context."}
+
+
+def test_a_workflow_session_continues_with_session_and_reports_changes_once(tmp_path):
+    root = make(tmp_path)
+    first = run(root, "issue", "draft", "Login is slow")
+    session_id = first.stderr.splitlines()[0].removeprefix("session ")
+    again = run(root, "issue", "draft", "--session", session_id[:8], "It is the cache")
+    assert again.exit_code == 0, again.stderr
+    view = json.loads(run(root, "session", "show", session_id, "--model-view", "--json").stdout)
+    roles = [m["role"] for m in view["messages"]]
+    assert roles == ["user", "assistant", "user", "system", "assistant"]
+    update = view["messages"][3]["content"]
+    assert update == "The user input changed. It now reads:\n\n# User input\n\nIt is the cache"
+    assert view["messages"][2]["content"] == "It is the cache"
+
+
+def test_continuing_a_session_from_another_location_is_refused(tmp_path):
+    root = make(tmp_path / "one")
+    other = make(tmp_path / "two")
+    session_id = run(root, "code", "create").stderr.splitlines()[0].removeprefix("session ")
+    result = run(other, "code", "create", "--session", session_id)
+    assert result.exit_code == 2
+    assert f"session {session_id} is at {root.resolve()}" in result.stderr
 
 
 def test_missing_context_file_error_and_exit_status(tmp_path):

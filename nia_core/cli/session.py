@@ -1,0 +1,347 @@
+"""``nia session``: durable conversations whose context survives restarts byte for byte.
+
+The database is ``NIA_DB`` (a path or ``sqlite:///path``), else ``nia.db`` in
+the user data folder. Session ids may be abbreviated to any unique prefix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import click
+
+from nia_core.cli.app import App
+from nia_core.cli.main import cli
+from nia_core.context import SystemContext
+from nia_core.errors import NiaError, UsageError
+from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.providers.lookup import ProviderLookup, providers_at
+from nia_core.sessions import (
+    AwaitingTools,
+    Blocked,
+    ContextFor,
+    Contexts,
+    Deferred,
+    EpochRecord,
+    Idle,
+    Message,
+    Replied,
+    SessionRecord,
+    Store,
+    StoreError,
+    build_request,
+    compact,
+    default_summary,
+    move,
+    open_store,
+    run_turn,
+    switch_model,
+)
+from nia_core.sessions.epochs import ReplaceOutcome
+
+BLOCKED_EXIT = 3
+"""Exit status when the context is blocked on unavailable sources (retry later)."""
+
+
+class SessionBlocked(NiaError):
+    """The session's context is blocked on unavailable sources; retry later."""
+
+    exit_code = BLOCKED_EXIT
+
+
+def host_providers(app: App, location: str | None) -> ProviderLookup:
+    """Providers for a session at ``location``: built-ins, the project's ``[providers]`` config, plugins'."""
+    where = app.locate(location)
+    return providers_at(where, app.host(where))
+
+
+class SessionError(NiaError):
+    """Any other error met while working on a session, with the session named."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def host_context(app: App) -> ContextFor:
+    """The System Context at a Location, as the plugin host assembles it."""
+
+    def context_for(path: str) -> SystemContext:
+        location = app.locate(path)
+        host = app.host(location)
+        return host.assemble(host.open(location)).context
+
+    return context_for
+
+
+def host_summarizer(app: App, location: str) -> Any:
+    """The first ``nia_summarize`` hook's answer at ``location``, else the default summary."""
+
+    def summarize(messages: Sequence[Message]) -> str:
+        host = app.host(app.locate(location))
+        answer = host.pm.hook.nia_summarize(messages=list(messages))
+        return answer if isinstance(answer, str) and answer.strip() else default_summary(messages)
+
+    return summarize
+
+
+@contextlib.contextmanager
+def opened(ctx: click.Context, prefix: str | None = None) -> Iterator[tuple[Store, str]]:
+    """The store and the full session id; every store error names the session."""
+    try:
+        store = open_store()
+    except StoreError as exc:
+        raise exc.about(prefix) if prefix else exc from None
+    try:
+        session_id = store.resolve(prefix) if prefix else ""
+        try:
+            yield store, session_id
+        except StoreError as exc:
+            raise exc.about(session_id) from None
+        except NiaError as exc:
+            if not session_id or str(exc).startswith(f"session {session_id}"):
+                raise
+            raise SessionError(f"session {session_id}: {exc}", exc.exit_code) from None
+    finally:
+        store.close()
+
+
+@cli.group()
+def session() -> None:
+    """Durable sessions: a stable baseline per context epoch, one system message per change.
+
+    The database is NIA_DB (a path or sqlite:///path), by default
+    $XDG_DATA_HOME/nia/nia.db. Ids may be abbreviated to a unique prefix.
+    """
+
+
+@session.command("new")
+@click.option(
+    "--location", type=click.Path(exists=True, file_okay=False), default=None, help="Working directory (default: .)."
+)
+@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="PROVIDER/MODEL.")
+@click.pass_context
+def new(ctx: click.Context, location: str | None, model: str) -> None:
+    """Create a session and print its id. Its context is first observed at the first send."""
+    app = App.of(ctx)
+    host_providers(app, location).check(model)
+    where = str(app.locate(location).path)
+    with opened(ctx) as (store, _):
+        record = store.create_session(where, model)
+    click.echo(record.id)
+
+
+@session.command("send")
+@click.argument("session_id", metavar="ID")
+@click.argument("text", required=False)
+@click.pass_context
+def send(ctx: click.Context, session_id: str, text: str | None) -> None:
+    """Send TEXT (or '-' for stdin) and print the reply: one safe boundary and one provider call.
+
+    Without TEXT, retries input still pending (after a blocked or failed send).
+    """
+    app = App.of(ctx)
+    if text == "-":
+        text = sys.stdin.read()
+    with opened(ctx, session_id) as (store, full_id):
+        providers = host_providers(app, store.state(full_id).session.location)
+        streamed: list[str] = []
+
+        def show_text(piece: str) -> None:
+            streamed.append(piece)
+            click.echo(piece, nl=False)
+
+        result = run_turn(store, full_id, host_context(app), providers, text=text, stream=show_text)
+        if isinstance(result, Replied):
+            admission = result.boundary.admission
+            if admission is not None and admission.outcome == "blocked":
+                click.echo(
+                    f"Warning: session {full_id}: a fresh baseline ({admission.reason}) is blocked on: "
+                    f"{', '.join(admission.blocked_on)}; the current one stays in force",
+                    err=True,
+                )
+            click.echo("" if streamed else result.reply.text)
+            return
+        if isinstance(result, Blocked):
+            raise SessionBlocked(f"{result}; the input is kept pending, retry with: nia session send {full_id}")
+        if isinstance(result, AwaitingTools | Idle):
+            raise UsageError(str(result))
+
+
+def _message_json(message: Message, snapshot_id: str | None = None, created: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {"seq": message.seq, "epoch": message.epoch, "kind": message.kind, "text": message.text}
+    if message.tool_calls:
+        item["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        item["tool_call_id"] = message.tool_call_id
+    if message.is_error:
+        item["is_error"] = True
+    if snapshot_id is not None:
+        item["snapshot"] = snapshot_id
+    if created is not None:
+        item["created"] = created
+    return item
+
+
+LABELS = {
+    "user": "user",
+    "assistant": "assistant",
+    "tool_result": "tool result",
+    "system_update": "system update",
+    "summary": "summary",
+}
+
+
+def _message_text(message: Message) -> str:
+    label = LABELS[message.kind]
+    text = message.text
+    if message.tool_calls:
+        text += "".join(f"\n  -> {c.name}({json.dumps(c.arguments)}) [{c.id}]" for c in message.tool_calls)
+    if message.tool_call_id:
+        label += f" [{message.tool_call_id}]"
+    return f"{label}:\n" + "\n".join("  " + line for line in text.splitlines() or [""])
+
+
+@session.command("show")
+@click.argument("session_id", metavar="ID")
+@click.option("--model-view", is_flag=True, help="Exactly what the model sees: baseline, then projected history.")
+@click.option("--json", "as_json", is_flag=True, help="As JSON (with --model-view: the provider's request body).")
+@click.pass_context
+def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -> None:
+    """Print the durable history (every message, every epoch), or with --model-view what the model sees."""
+    with opened(ctx, session_id) as (store, full_id):
+        state = store.state(full_id)
+        history = store.history(full_id)
+        record = state.session
+        if model_view:
+            if state.epoch is None:
+                raise UsageError(f"session {full_id}: no context epoch yet; the next send initializes one")
+            request = build_request(record, state.epoch, [entry.message for entry in history])
+            if as_json:
+                body = host_providers(App.of(ctx), record.location)(record.model).lower(request)
+                click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+                return
+            click.echo(f"=== baseline (epoch {state.epoch.number}, {record.model}) ===")
+            click.echo(request.baseline)
+            for message in request.messages:
+                click.echo(f"=== #{message.seq} " + _message_text(message))
+            return
+        epochs = store.epochs(full_id)
+        if as_json:
+            payload = {
+                "session": _session_json(record),
+                "epochs": [
+                    {
+                        "number": e.number,
+                        "reason": e.reason,
+                        "start_seq": e.start_seq,
+                        "model": e.model,
+                        "location": e.location,
+                        "baseline": e.baseline_id,
+                        "snapshot": e.snapshot_id,
+                        "created": e.created,
+                    }
+                    for e in epochs
+                ],
+                "messages": [_message_json(h.message, h.snapshot_id, h.created) for h in history],
+                "pending": [_message_json(m) for m in state.pending],
+            }
+            click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+            return
+        click.echo(f"session {record.id}  {record.model}  {record.location}")
+        waiting = list(epochs)
+        for entry in history:
+            seq = entry.message.seq or 0
+            while waiting and waiting[0].start_seq <= seq:
+                _epoch_line(waiting.pop(0))
+            click.echo(f"#{seq} " + _message_text(entry.message))
+        for epoch in waiting:
+            _epoch_line(epoch)
+        if record.epoch is None and epochs:
+            click.echo(f"--- no active context epoch (at {record.location}); the next send initializes one ---")
+        for message in state.pending:
+            click.echo("(pending) " + _message_text(message))
+        if record.compaction is not None:
+            click.echo("(a compaction is pending; it applies at the next send)")
+
+
+def _epoch_line(epoch: EpochRecord) -> None:
+    click.echo(f"--- context epoch {epoch.number}: {epoch.reason} ({epoch.model}, at {epoch.location}) ---")
+
+
+def _session_json(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "location": record.location,
+        "model": record.model,
+        "created": record.created,
+        "epoch": record.epoch,
+        "revision": record.revision,
+        "compaction_pending": record.compaction is not None,
+    }
+
+
+def _report(outcome: ReplaceOutcome, done: str) -> None:
+    if isinstance(outcome, Blocked):
+        click.echo(f"Warning: {outcome}; the current baseline stays in force and the next send retries", err=True)
+        click.echo(f"{done} (pending)")
+    elif isinstance(outcome, Deferred):
+        click.echo(f"{done} ({outcome.reason})")
+    else:
+        click.echo(f"{done}; new context epoch started")
+
+
+@session.command("compact")
+@click.argument("session_id", metavar="ID")
+@click.pass_context
+def compact_command(ctx: click.Context, session_id: str) -> None:
+    """Replace the history so far with a summary and start a fresh context epoch."""
+    app = App.of(ctx)
+    with opened(ctx, session_id) as (store, full_id):
+        location = store.session(full_id).location
+        outcome = compact(store, full_id, Contexts(host_context(app)), host_summarizer(app, location))
+        _report(outcome, f"Compacted session {full_id}")
+
+
+@session.command("switch-model")
+@click.argument("session_id", metavar="ID")
+@click.argument("model")
+@click.pass_context
+def switch_model_command(ctx: click.Context, session_id: str, model: str) -> None:
+    """Switch to MODEL (PROVIDER/MODEL); the conversation stays, a fresh context epoch starts."""
+    app = App.of(ctx)
+    with opened(ctx, session_id) as (store, full_id):
+        host_providers(app, store.state(full_id).session.location).check(model)
+        outcome = switch_model(store, full_id, model, Contexts(host_context(app)))
+        _report(outcome, f"Session {full_id} now uses {model}")
+
+
+@session.command("move")
+@click.argument("session_id", metavar="ID")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.pass_context
+def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
+    """Move the session to DIRECTORY; its context is rebuilt there at the next send."""
+    location = str(App.of(ctx).locate(directory).path)
+    with opened(ctx, session_id) as (store, full_id):
+        move(store, full_id, location)
+    click.echo(f"Moved session {full_id} to {location}; its context is rebuilt there at the next send")
+
+
+@session.command("list")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_context
+def list_command(ctx: click.Context, as_json: bool) -> None:
+    """List the sessions, oldest first."""
+    with opened(ctx) as (store, _):
+        records = store.sessions()
+    if as_json:
+        click.echo(json.dumps([_session_json(r) for r in records], indent=2, ensure_ascii=False))
+        return
+    for r in records:
+        epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
+        click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")

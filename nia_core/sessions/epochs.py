@@ -1,0 +1,258 @@
+"""Context epochs: starting, advancing and replacing them, store-agnostic.
+
+Every epoch write is a compare-and-swap on the session's revision (see
+:class:`~nia_core.sessions.store.Store`). On a mismatch we re-read the session
+and decide again from what is stored now: another process may have already
+admitted the same change (then there is nothing left to do), replaced the
+epoch, or moved the session. So concurrent replacement requests never end an
+otherwise valid run with an error.
+
+Initialization is fenced on the session's authoritative Location: the context
+is observed at the Location read from the store, and the write only lands if
+the session is still there. A runner at a Location the session has left can
+therefore never recreate its context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
+
+from nia_core.context import (
+    DEFAULT_TIMEOUT,
+    Generation,
+    ReplacementBlocked,
+    ReplacementReady,
+    SystemContext,
+    Unchanged,
+    Updated,
+    initialize,
+    reconcile,
+    replace,
+)
+from nia_core.context.system import SEPARATOR
+from nia_core.errors import InitializationBlocked
+from nia_core.sessions.errors import RevisionConflict, StoreError
+from nia_core.sessions.messages import Message
+from nia_core.sessions.store import SessionState, Store
+
+ContextFor = Callable[[str], SystemContext]
+"""The System Context at a Location (a directory path). The CLI asks the plugin host; tests pass sources."""
+
+MAX_ATTEMPTS = 1000
+"""Compare-and-swap retries before giving up (each retry means another process wrote in between)."""
+
+
+class Moved(Exception):
+    """The session lost its active epoch (moved) while we worked; start over from initialization."""
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """No complete baseline could be rendered: these admitted or required sources are unavailable."""
+
+    session_id: str
+    keys: tuple[str, ...]
+    what: str = "the context"
+
+    def __str__(self) -> str:
+        return f"session {self.session_id}: {self.what} is blocked on: {', '.join(self.keys)}"
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What reconciling at a boundary did to the active epoch."""
+
+    outcome: Literal["unchanged", "updated", "replaced", "blocked"]
+    message: Message | None = None
+    """The mid-conversation system message admitted, for ``updated``."""
+    reason: str = ""
+    """Why the epoch was replaced, or why a replacement is blocked."""
+    blocked_on: tuple[str, ...] = ()
+    """Unavailable admitted sources holding back a replacement (the old baseline stays)."""
+
+
+@dataclass
+class Contexts:
+    """Assembles a Location's context at most once per boundary."""
+
+    context_for: ContextFor
+    _cache: dict[str, SystemContext] = field(default_factory=dict)
+
+    def at(self, location: str) -> SystemContext:
+        ctx = self._cache.get(location)
+        if ctx is None:
+            ctx = self._cache[location] = self.context_for(location)
+        return ctx
+
+
+def attempts(session_id: str) -> Iterator[int]:
+    yield from range(MAX_ATTEMPTS)
+    raise StoreError(f"gave up after {MAX_ATTEMPTS} concurrent changes to its context epoch", session_id)
+
+
+def segments(generation: Generation) -> list[str]:
+    """The baseline cut at its parts, so each source's text is stored (and shared) on its own.
+
+    Joined, the segments are the baseline exactly; when the parts cannot be
+    found in order, the baseline is one segment.
+    """
+    baseline, pos, out = generation.baseline, 0, []
+    for _key, text in generation.parts:
+        if baseline.startswith(text, pos):
+            index = pos
+        elif baseline.startswith(SEPARATOR, pos) and baseline.startswith(text, pos + len(SEPARATOR)):
+            index = pos + len(SEPARATOR)
+        else:
+            index = baseline.find(text, pos)
+        if index < 0:
+            return [baseline]
+        if index > pos:
+            out.append(baseline[pos:index])
+        out.append(text)
+        pos = index + len(text)
+    if pos < len(baseline):
+        out.append(baseline[pos:])
+    return out
+
+
+def replacement_wanted(state: SessionState) -> str:
+    """Why the active epoch must be replaced by explicit request (compaction, model switch), or ``""``."""
+    if state.epoch is None:
+        return ""
+    if state.session.compaction is not None:
+        return "compaction"
+    if state.epoch.record.model != state.session.model:
+        return f"model switch from {state.epoch.record.model} to {state.session.model}"
+    return ""
+
+
+def start(store: Store, state: SessionState, generation: Generation, reason: str) -> None:
+    """Store ``generation`` as the new active epoch (CAS; raises :class:`RevisionConflict`)."""
+    session = state.session
+    store.start_epoch(
+        session.id,
+        expected_revision=session.revision,
+        location=session.location,
+        model=session.model,
+        segments=segments(generation),
+        snapshot=generation.snapshot,
+        reason=reason,
+        compaction=session.compaction,
+    )
+
+
+def ensure_epoch(
+    store: Store, session_id: str, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+) -> tuple[SessionState, bool] | Blocked:
+    """Step 1: make sure the session has an active epoch; ``(state, started_now)`` or :class:`Blocked`.
+
+    Nothing is stored when the context is unavailable, so the caller's
+    pending input stays pending and retryable.
+    """
+    for _ in attempts(session_id):
+        state = store.state(session_id)
+        if state.epoch is not None:
+            return state, False
+        location = state.session.location
+        try:
+            generation = initialize(contexts.at(location), timeout=timeout)
+        except InitializationBlocked as exc:
+            return Blocked(session_id, exc.keys, "the initial context")
+        try:
+            start(store, state, generation, f"initialized at {location}")
+        except RevisionConflict:
+            continue
+        return store.state(session_id), True
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def admit_changes(
+    store: Store, state: SessionState, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+) -> Admission:
+    """Step 3: apply a requested replacement, else reconcile, writing the result in one CAS.
+
+    Raises :class:`Moved` when the session loses its epoch meanwhile.
+    """
+    session_id = state.session.id
+    for _ in attempts(session_id):
+        epoch = state.epoch
+        if epoch is None:
+            raise Moved(session_id)
+        ctx = contexts.at(state.session.location)
+        held: tuple[str, ...] = ()
+        wanted = replacement_wanted(state)
+        try:
+            if wanted:
+                replacement = replace(ctx, epoch.snapshot, timeout=timeout)
+                if isinstance(replacement, ReplacementReady):
+                    start(store, state, replacement.generation, wanted)
+                    return Admission("replaced", reason=wanted)
+                held = replacement.keys
+            result = reconcile(ctx, epoch.snapshot, timeout=timeout)
+            if isinstance(result, Updated):
+                message = store.admit_update(
+                    session_id,
+                    expected_revision=state.session.revision,
+                    epoch=epoch.number,
+                    text=result.text,
+                    snapshot=result.snapshot,
+                )
+                return Admission("updated", message, blocked_on=held, reason=wanted if held else "")
+            if isinstance(result, ReplacementReady):
+                start(store, state, result.generation, result.reason)
+                return Admission("replaced", reason=result.reason)
+        except RevisionConflict:
+            state = store.state(session_id)
+            continue
+        if isinstance(result, ReplacementBlocked):
+            return Admission("blocked", reason=result.reason, blocked_on=result.keys)
+        assert isinstance(result, Unchanged)
+        if held:
+            return Admission("blocked", reason=wanted, blocked_on=held)
+        return Admission("unchanged")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@dataclass(frozen=True)
+class Replaced:
+    session_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """Nothing to replace now: the session has no active epoch, so its next initialization applies the request."""
+
+    session_id: str
+    reason: str
+
+
+ReplaceOutcome = Replaced | Deferred | Blocked
+
+
+def replace_now(
+    store: Store, session_id: str, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+) -> ReplaceOutcome:
+    """Apply a requested replacement (compaction, model switch) now, unless an admitted source is unavailable.
+
+    When blocked, the request stays stored and the next boundary retries it;
+    the old baseline and its updates stay in force meanwhile.
+    """
+    for _ in attempts(session_id):
+        state = store.state(session_id)
+        wanted = replacement_wanted(state)
+        if state.epoch is None:
+            return Deferred(session_id, "applied when the session next initializes its context")
+        if not wanted:
+            return Replaced(session_id, "already applied")
+        result = replace(contexts.at(state.session.location), state.epoch.snapshot, timeout=timeout)
+        if isinstance(result, ReplacementBlocked):
+            return Blocked(session_id, result.keys, f"the fresh baseline for the {wanted.split(' from ')[0]}")
+        try:
+            start(store, state, result.generation, wanted)
+        except RevisionConflict:
+            continue
+        return Replaced(session_id, wanted)
+    raise AssertionError("unreachable")  # pragma: no cover

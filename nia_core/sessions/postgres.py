@@ -1,0 +1,991 @@
+"""The PostgreSQL store: runners on many machines sharing one session database.
+
+The same tables and versioned migrations as the SQLite store (``schema_version``),
+reached through a ``psycopg_pool.ConnectionPool``. Every write is one server-side
+transaction:
+
+- writes that extend a session's history lock its row first
+  (``SELECT … FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and
+  pending input is promoted exactly once;
+- epoch writes are a compare-and-swap on the revision
+  (``UPDATE sessions SET revision = revision + 1 WHERE revision = %s …``), which
+  PostgreSQL re-checks against the newest row version after any wait;
+- a read is one statement (one snapshot of the database), so a session, its
+  epoch, its snapshot manifest and its pending input are seen at one instant;
+  the content-addressed texts they name never change, so fetching them
+  afterwards (or from a process-local cache) cannot mix two states.
+
+A lost connection (a terminated backend, a restarted server) is retried until
+``timeout``. When it is lost while committing, the transaction's id
+(``pg_current_xact_id``) tells whether the commit happened: committed work is
+returned, aborted work is redone, so nothing is lost or stored twice. psycopg is
+imported only when this store is opened, so nia works without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from nia_core.context import Snapshot
+from nia_core.sessions.errors import (
+    CorruptRecord,
+    DatabaseFull,
+    DatabaseLocked,
+    NewerSchema,
+    RevisionConflict,
+    StoreError,
+    UnknownSession,
+    UnsupportedDatabase,
+)
+from nia_core.sessions.messages import Message
+from nia_core.sessions.serialize import (
+    baseline_from_texts,
+    compaction_from_json,
+    compaction_json,
+    content_id,
+    manifest_ids,
+    message_body,
+    message_from_row,
+    parse_segments,
+    snapshot_from_texts,
+    snapshot_manifest,
+)
+from nia_core.sessions.store import (
+    ActiveEpoch,
+    EpochRecord,
+    HistoryEntry,
+    PendingCompaction,
+    SessionRecord,
+    SessionState,
+    Store,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 15.0
+"""Seconds to keep retrying a lost connection (a server restart) and to wait for a session's lock."""
+DEFAULT_POOL_SIZE = 4
+MIN_SERVER_VERSION = 130000
+"""PostgreSQL 13: ``pg_current_xact_id`` / ``pg_xact_status`` tell a lost commit's outcome."""
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            # Content-addressed texts: snapshot values, removal texts, baseline segments.
+            # BYTEA (UTF-8) because a TEXT column cannot hold a NUL character.
+            "CREATE TABLE blobs (id TEXT PRIMARY KEY, data BYTEA NOT NULL)",
+            # A snapshot is a manifest {key: [value id, removal id | null]}, itself content-addressed.
+            "CREATE TABLE snapshots (id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                location TEXT NOT NULL,
+                model TEXT NOT NULL,
+                created TEXT NOT NULL,
+                revision BIGINT NOT NULL DEFAULT 0,
+                epoch INTEGER,
+                history_from BIGINT NOT NULL DEFAULT 0,
+                summary_seq BIGINT,
+                compaction TEXT
+            )""",
+            """CREATE TABLE epochs (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                number INTEGER NOT NULL,
+                baseline_id TEXT NOT NULL,
+                segments TEXT NOT NULL,
+                initial_snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+                snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+                start_seq BIGINT NOT NULL,
+                model TEXT NOT NULL,
+                location TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                created TEXT NOT NULL,
+                PRIMARY KEY (session_id, number)
+            )""",
+            """CREATE TABLE messages (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                seq BIGINT NOT NULL,
+                epoch INTEGER,
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                snapshot_id TEXT REFERENCES snapshots(id),
+                created TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+            """CREATE TABLE pending (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created TEXT NOT NULL
+            )""",
+            "CREATE INDEX pending_by_session ON pending (session_id, id)",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The newest schema this nia knows; a database at a higher version is refused."""
+
+NIA_TABLES = ("blobs", "snapshots", "sessions", "epochs", "messages", "pending")
+_MIGRATION_LOCK = 0x6E6961  # "nia": one advisory lock key per schema, so runners never migrate at once
+
+_SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
+_EPOCH_COLUMNS = (
+    "number, baseline_id, initial_snapshot_id, snapshot_id, start_seq, model, location, reason, created, segments"
+)
+_CACHE_LIMIT = 256
+_KNOWN_LIMIT = 100_000
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401 - checked here so the error names the missing extra
+    except ImportError:
+        raise UnsupportedDatabase(
+            "NIA_DB is a PostgreSQL URL but psycopg is not installed; install it with: pip install 'nia[postgres]'"
+        ) from None
+    return psycopg
+
+
+def display_url(url: str) -> str:
+    """``url`` without its password, for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown by its scheme only
+        return url.split("://", 1)[0] + "://…" if "://" in url else "(unparsable connection string)"
+    user = f"{info['user']}@" if info.get("user") else ""
+    host = str(info.get("host") or "localhost")
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{user}{host}{port}/{info.get('dbname') or ''}"
+
+
+def _one_line(exc: BaseException) -> str:
+    """The server's primary message when there is one (not its CONTEXT lines), else the client's, on one line."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    lines = [line.strip() for line in str(primary or exc).splitlines() if line.strip()]
+    return "; ".join(lines) or type(exc).__name__
+
+
+@dataclass
+class _Tx:
+    """One transaction's connection and what to cache once it commits."""
+
+    conn: psycopg.Connection[Any]
+    stored: set[str] = field(default_factory=set)
+    """Blob and snapshot ids this transaction wrote (known to exist once it commits)."""
+    read: dict[str, str] = field(default_factory=dict)
+    """Hash-checked texts this transaction read."""
+
+    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        row: tuple[Any, ...] | None = self.conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+        return row
+
+    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self.conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+        return rows
+
+
+class _Lost(Exception):
+    """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
+
+    def __init__(self, cause: BaseException, xid: str | None, committing: bool, tx: _Tx | None, result: Any) -> None:
+        self.cause = cause
+        self.xid = xid
+        self.committing = committing
+        self.tx = tx
+        self.result = result
+
+
+class PostgresStore(Store):
+    """Sessions in PostgreSQL (13 or newer). ``url`` is a libpq URL (``postgresql://user@host/db``).
+
+    ``timeout`` bounds how long an operation retries a lost connection and waits
+    for a session's lock; ``pool_size`` is the most connections this process opens.
+    With ``migrate=False`` the schema is left as found (``nia db check``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        migrate: bool = True,
+    ) -> None:
+        psycopg = _psycopg()
+        from psycopg.conninfo import conninfo_to_dict
+        from psycopg_pool import ConnectionPool
+
+        self.url = display_url(url)
+        self.timeout = timeout
+        self._conninfo = url
+        self._texts: dict[str, str] = {}
+        self._known: set[str] = set()
+        self._cache_lock = threading.Lock()
+        try:
+            info = conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise UnsupportedDatabase(f"NIA_DB is not a valid PostgreSQL URL ({_one_line(exc)})") from None
+        self._kwargs: dict[str, Any] = {"autocommit": True}
+        if "application_name" not in info:
+            self._kwargs["application_name"] = "nia"
+        if "connect_timeout" not in info:
+            self._kwargs["connect_timeout"] = max(2, int(timeout))
+        self._version: int | None = None
+        self._open_schema(migrate)
+        self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs=self._kwargs,
+            configure=self._configure,
+            timeout=timeout,
+            name="nia",
+            open=True,
+        )
+
+    SCHEMA_VERSION = SCHEMA_VERSION
+    """The schema version this nia writes."""
+
+    def _open_schema(self, migrate: bool) -> None:
+        """Check the server and the schema (migrating it when asked), waiting out a server that is starting."""
+        import psycopg
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                with psycopg.connect(self._conninfo, **self._kwargs) as conn:
+                    if conn.info.server_version < MIN_SERVER_VERSION:
+                        raise StoreError(
+                            f"the database {self.url} runs PostgreSQL {conn.info.server_version // 10000}; "
+                            "nia needs PostgreSQL 13 or newer"
+                        )
+                    if migrate:
+                        self._migrate(conn)
+                    else:
+                        self._version = self._read_version(conn)
+                    return
+            except psycopg.Error as exc:
+                starting = getattr(exc, "sqlstate", None) == "57P03" or "starting up" in str(exc)
+                if not starting or time.monotonic() >= deadline:
+                    raise self._translate(exc, None, "open the database", retried=starting) from None
+            time.sleep(0.1)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.url!r})"
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- schema ---------------------------------------------------------------------------
+
+    @property
+    def schema_version(self) -> int | None:
+        """The database's schema version as of opening (after migrating, unless ``migrate=False``)."""
+        return self._version
+
+    def migrate(self) -> tuple[int | None, int]:
+        """Apply any missing migrations; ``(version before, version after)``."""
+        psycopg = _psycopg()
+        try:
+            with psycopg.connect(self._conninfo, **self._kwargs) as conn:
+                before = self._read_version(conn)
+                self._migrate(conn)
+        except psycopg.Error as exc:
+            raise self._translate(exc, None, "migrate the database", retried=False) from None
+        return before, SCHEMA_VERSION
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        version = self._read_version(conn)
+        if version == SCHEMA_VERSION:
+            self._version = version
+            return
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (_MIGRATION_LOCK,))
+            version = self._read_version(conn)
+            if version is None:
+                conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+                version = 0
+            for target, statements in MIGRATIONS:
+                if target > version:
+                    for statement in statements:
+                        conn.execute(statement)  # type: ignore[arg-type]
+                    conn.execute("UPDATE schema_version SET version = %s", (target,))
+        self._version = SCHEMA_VERSION
+
+    def _read_version(self, conn: psycopg.Connection[Any]) -> int | None:
+        # One statement, one snapshot: another runner's migration may commit at any moment.
+        row = conn.execute(
+            "SELECT current_schema(), to_regclass('schema_version') IS NOT NULL,"
+            " array(SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()"
+            " AND table_name = ANY(%s) ORDER BY table_name)",
+            (list(NIA_TABLES),),
+        ).fetchone()
+        assert row is not None
+        schema, has_version, found = row
+        if schema is None:
+            raise StoreError(
+                f"the database {self.url} has no schema to create nia's tables in "
+                "(does the schema in search_path exist?)"
+            )
+        if not has_version:
+            if found:
+                raise StoreError(
+                    f"schema {schema} of the database {self.url} is not a nia database "
+                    f"(it has tables {', '.join(found)} but no schema_version)"
+                )
+            return None
+        rows = conn.execute("SELECT version FROM schema_version").fetchall()
+        if len(rows) != 1 or not isinstance(rows[0][0], int):
+            raise CorruptRecord(f"the database {self.url} has a damaged schema_version table")
+        version = int(rows[0][0])
+        if version > SCHEMA_VERSION:
+            raise NewerSchema(
+                f"the database {self.url} was written by a newer nia (schema version {version}; "
+                f"this nia knows up to {SCHEMA_VERSION}); upgrade nia, or set NIA_DB to use another database"
+            )
+        return version
+
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        """Wait at most ``timeout`` for a session's row lock, unless the URL or server chose a limit."""
+        row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
+        if row is not None and row[0] == "0":
+            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")  # type: ignore[arg-type]
+
+    # -- transactions ---------------------------------------------------------------------
+
+    def _run(self, session_id: str | None, action: str, work: Callable[[_Tx], T], *, write: bool) -> T:
+        """Run ``work`` in one transaction, retrying lost connections, deadlocks and serialization failures."""
+        import psycopg
+
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        while True:
+            try:
+                return self._attempt(work, write=write, deadline=deadline)
+            except _Lost as lost:
+                if (
+                    lost.committing
+                    and lost.xid is not None
+                    and self._commit_outcome(lost, session_id, action) == "committed"
+                ):
+                    assert lost.tx is not None
+                    self._cache(lost.tx)
+                    return lost.result  # type: ignore[no-any-return]
+                if time.monotonic() >= deadline:
+                    raise self._translate(lost.cause, session_id, action) from None
+                self._purge()
+            except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
+                if time.monotonic() >= deadline:
+                    raise self._translate(exc, session_id, action) from None
+            except psycopg.Error as exc:
+                raise self._translate(exc, session_id, action) from None
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.5)
+
+    def _attempt(self, work: Callable[[_Tx], T], *, write: bool, deadline: float) -> T:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        xid: str | None = None
+        tx: _Tx | None = None
+        result: Any = None
+        committing = False
+        try:
+            with self._pool.connection(timeout=max(0.05, deadline - time.monotonic())) as conn:
+                tx = _Tx(conn)
+                try:
+                    if write:
+                        cursor = conn.execute("BEGIN; SELECT pg_current_xact_id()::text")
+                        cursor.nextset()
+                        row = cursor.fetchone()
+                        assert row is not None
+                        xid = str(row[0])
+                    result = work(tx)
+                    if write:
+                        committing = True
+                        conn.execute("COMMIT", prepare=False)  # a plain Query message, as a proxy sees it
+                except BaseException:
+                    if not committing and not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK", prepare=False)
+                    raise
+        except psycopg.Error as exc:
+            if _is_lost_connection(exc):
+                raise _Lost(exc, xid, committing, tx, result) from exc
+            raise
+        self._cache(tx)
+        return result  # type: ignore[no-any-return]
+
+    def _commit_outcome(self, lost: _Lost, session_id: str | None, action: str) -> str:
+        """``committed`` or ``aborted``: what became of a transaction whose COMMIT lost its connection."""
+        import psycopg
+
+        deadline = time.monotonic() + self.timeout
+        delay = 0.02
+        while True:
+            try:
+                with self._pool.connection(timeout=max(0.05, deadline - time.monotonic())) as conn:
+                    row = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
+                status = row[0] if row else None
+                if status in ("committed", "aborted"):
+                    return str(status)
+                if status is None:
+                    break
+            except psycopg.Error as exc:
+                if not _is_lost_connection(exc):
+                    raise self._translate(exc, session_id, action) from None
+                self._purge()
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 2, 0.5)
+        raise StoreError(
+            f"cannot {action}: lost the connection to the database {self.url} while committing "
+            f"({_one_line(lost.cause)}) and could not learn within {self.timeout:g}s whether the change was stored; "
+            "check the session (nia session show) before retrying",
+            session_id,
+        )
+
+    def _purge(self) -> None:
+        """Drop pooled connections that died with the server."""
+        import psycopg
+
+        with contextlib.suppress(psycopg.Error):
+            self._pool.check()
+
+    def _cache(self, tx: _Tx) -> None:
+        with self._cache_lock:
+            if len(self._known) + len(tx.stored) > _KNOWN_LIMIT:
+                self._known.clear()
+            self._known.update(tx.stored)
+            if len(self._texts) > _CACHE_LIMIT:
+                self._texts.clear()
+            self._texts.update(tx.read)
+
+    def _translate(
+        self, exc: BaseException, session_id: str | None, action: str, *, retried: bool = True
+    ) -> StoreError:
+        import psycopg
+
+        where = f"the database {self.url}"
+        detail = _one_line(exc)
+        state = getattr(exc, "sqlstate", None) or ""
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return DatabaseLocked(
+                f"cannot {action}: {where} did not finish in time ({detail}); nothing was changed, try again",
+                session_id,
+            )
+        if isinstance(exc, psycopg.errors.LockNotAvailable):
+            return DatabaseLocked(
+                f"cannot {action}: another process held the session's lock in {where} for too long "
+                f"({detail}); nothing was changed, try again",
+                session_id,
+            )
+        if isinstance(exc, psycopg.errors.DiskFull):
+            return DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
+        if isinstance(exc, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
+            return DatabaseLocked(
+                f"cannot {action}: {where} stayed too busy (kept conflicting for {self.timeout:g}s); "
+                "nothing was changed, try again",
+                session_id,
+            )
+        if state.startswith("53"):
+            return StoreError(
+                f"cannot {action}: {where} is out of resources ({detail}); nothing was changed", session_id
+            )
+        if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
+            return StoreError(f"cannot {action}: {where} is read-only (a standby?)", session_id)
+        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            return StoreError(f"cannot {action}: permission denied on {where} ({detail})", session_id)
+        if isinstance(exc, psycopg.errors.UndefinedTable):
+            return StoreError(
+                f"cannot {action}: {where} lacks nia's tables ({detail}); run: nia db migrate", session_id
+            )
+        if _is_lost_connection(exc):
+            return StoreError(
+                f"cannot {action}: cannot reach {where} ({detail})"
+                + (f"; gave up after retrying for {self.timeout:g}s" if retried else ""),
+                session_id,
+            )
+        return StoreError(f"cannot {action}: database error on {where}: {detail}", session_id)
+
+    # -- content-addressed texts ----------------------------------------------------------
+
+    def _is_known(self, text_id: str) -> bool:
+        with self._cache_lock:
+            return text_id in self._known
+
+    def _put_texts(self, tx: _Tx, texts: Mapping[str, str]) -> None:
+        """Store each text once; ids this process already stored or saw skip the round trip."""
+        unknown = sorted(i for i in texts if not self._is_known(i))
+        if not unknown:
+            return
+        present = {row[0] for row in tx.all("SELECT id FROM blobs WHERE id = ANY(%s)", (unknown,))}
+        missing = [i for i in unknown if i not in present]  # sorted: concurrent writers lock ids in one order
+        if missing:
+            tx.conn.execute(
+                "INSERT INTO blobs (id, data) SELECT * FROM unnest(%s::text[], %s::bytea[])"
+                " ON CONFLICT (id) DO NOTHING",
+                (missing, [texts[i].encode("utf-8") for i in missing]),
+            )
+        tx.stored.update(unknown)
+
+    def _get_texts(self, tx: _Tx, ids: Iterable[str]) -> dict[str, str]:
+        wanted = set(ids)
+        with self._cache_lock:
+            found = {i: self._texts[i] for i in wanted if i in self._texts}
+        missing = sorted(wanted - found.keys())
+        if missing:
+            for text_id, data in tx.all("SELECT id, data FROM blobs WHERE id = ANY(%s)", (missing,)):
+                found[text_id] = bytes(data).decode("utf-8", errors="replace")
+        return found
+
+    def _remember(self, tx: _Tx, texts: Mapping[str, str]) -> None:
+        """Cache texts already hash-checked (content-addressed rows never change)."""
+        for text_id, text in texts.items():
+            if content_id(text) == text_id:
+                tx.read[text_id] = text
+
+    def _put_snapshot(self, tx: _Tx, snapshot: Snapshot) -> str:
+        manifest, texts = snapshot_manifest(snapshot)
+        snapshot_id = content_id(manifest)
+        if self._is_known(snapshot_id):
+            return snapshot_id
+        self._put_texts(tx, texts)
+        tx.conn.execute(
+            "INSERT INTO snapshots (id, manifest) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (snapshot_id, manifest)
+        )
+        tx.stored.add(snapshot_id)
+        return snapshot_id
+
+    def _load_snapshot(self, tx: _Tx, session_id: str, snapshot_id: str) -> Snapshot:
+        row = tx.one("SELECT manifest FROM snapshots WHERE id = %s", (snapshot_id,))
+        if row is None:
+            raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} is missing", session_id)
+        ids = manifest_ids(session_id, snapshot_id, row[0])
+        texts = self._get_texts(tx, [i for pair in ids.values() for i in pair if i is not None])
+        snapshot = snapshot_from_texts(session_id, snapshot_id, ids, texts)
+        self._remember(tx, texts)
+        return snapshot
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _session_row(self, tx: _Tx, session_id: str, *, lock: bool = False) -> SessionRecord:
+        """The session's record; with ``lock``, its row stays locked until the transaction ends."""
+        suffix = " FOR NO KEY UPDATE" if lock else ""
+        row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s{suffix}", (session_id,))
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r} in {self.url}")
+        return self._session_record(row)
+
+    @staticmethod
+    def _session_record(row: Sequence[Any]) -> SessionRecord:
+        session_id = row[0]
+        return SessionRecord(
+            id=session_id,
+            location=row[1],
+            model=row[2],
+            created=row[3],
+            revision=int(row[4]),
+            epoch=row[5],
+            history_from=int(row[6]),
+            summary_seq=None if row[7] is None else int(row[7]),
+            compaction=compaction_from_json(session_id, row[8]),
+        )
+
+    @staticmethod
+    def _epoch_record(row: Sequence[Any]) -> EpochRecord:
+        """An epoch row, read in ``_EPOCH_COLUMNS`` order."""
+        return EpochRecord(
+            number=int(row[0]),
+            baseline_id=row[1],
+            initial_snapshot_id=row[2],
+            snapshot_id=row[3],
+            start_seq=int(row[4]),
+            model=row[5],
+            location=row[6],
+            reason=row[7],
+            created=row[8],
+        )
+
+    @staticmethod
+    def _next_seq(tx: _Tx, session_id: str) -> int:
+        row = tx.one("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s", (session_id,))
+        assert row is not None
+        return int(row[0])
+
+    @staticmethod
+    def _insert_messages(
+        tx: _Tx, session_id: str, seq: int, epoch: int | None, messages: Sequence[Message], snapshot_id: str | None
+    ) -> list[Message]:
+        """Append ``messages`` at ``seq``, ``seq + 1``, …; the session's row must be locked."""
+        created = now()
+        tx.conn.cursor().executemany(
+            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (session_id, seq + i, epoch, m.kind, message_body(m), snapshot_id, created)
+                for i, m in enumerate(messages)
+            ],
+        )
+        return [
+            Message(m.kind, m.text, m.tool_calls, m.tool_call_id, m.is_error, seq + i, epoch)
+            for i, m in enumerate(messages)
+        ]
+
+    def _swap(self, tx: _Tx, session_id: str, expected_revision: int, condition: str, value: Any) -> SessionRecord:
+        """The compare-and-swap: bump the revision only if it is still ``expected_revision`` and ``condition`` holds.
+
+        PostgreSQL re-evaluates the condition on the newest row version after
+        waiting for a concurrent writer, so exactly one of two racing swaps wins.
+        """
+        row = tx.one(
+            f"UPDATE sessions SET revision = revision + 1 WHERE id = %s AND revision = %s AND {condition}"
+            f" RETURNING {_SESSION_COLUMNS}",
+            (session_id, expected_revision, value),
+        )
+        if row is not None:
+            return self._session_record(row)
+        session = self._session_row(tx, session_id)
+        if condition.startswith("location") and session.location != value:
+            raise RevisionConflict(session_id, f"moved to {session.location}")
+        raise RevisionConflict(session_id)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def create_session(self, location: str, model: str, *, session_id: str | None = None) -> SessionRecord:
+        new_id = session_id or secrets.token_hex(6)
+
+        def work(tx: _Tx) -> SessionRecord:
+            row = tx.one(
+                "INSERT INTO sessions (id, location, model, created) VALUES (%s, %s, %s, %s)"
+                f" ON CONFLICT (id) DO NOTHING RETURNING {_SESSION_COLUMNS}",
+                (new_id, location, model, now()),
+            )
+            if row is None:
+                raise StoreError(f"a session with this id already exists in {self.url}", new_id)
+            return self._session_record(row)
+
+        return self._run(new_id, "create the session", work, write=True)
+
+    def session(self, session_id: str) -> SessionRecord:
+        return self._run(session_id, "read the session", lambda tx: self._session_row(tx, session_id), write=False)
+
+    def resolve(self, prefix: str) -> str:
+        def work(tx: _Tx) -> list[str]:
+            rows = tx.all("SELECT id FROM sessions WHERE starts_with(id, %s) ORDER BY id LIMIT 6", (prefix,))
+            return [str(row[0]) for row in rows]
+
+        ids = self._run(None, "look up the session", work, write=False)
+        if prefix in ids:
+            return prefix
+        if not ids or not prefix:
+            raise UnknownSession(f"no session {prefix!r} in {self.url} (see: nia session list)")
+        if len(ids) > 1:
+            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
+        return ids[0]
+
+    def sessions(self) -> list[SessionRecord]:
+        def work(tx: _Tx) -> list[SessionRecord]:
+            rows = tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id")
+            return [self._session_record(row) for row in rows]
+
+        return self._run(None, "list the sessions", work, write=False)
+
+    def state(self, session_id: str) -> SessionState:
+        def work(tx: _Tx) -> SessionState:
+            # One statement, so record, epoch, snapshot manifest and pending input are one instant;
+            # the texts they name are immutable (content-addressed) and may be fetched after it.
+            row = tx.one(
+                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {_qualified('e', _EPOCH_COLUMNS)}, sn.manifest,"
+                " (SELECT coalesce(json_agg(json_build_array(p.id, p.kind, p.body) ORDER BY p.id), '[]')"
+                "  FROM pending p WHERE p.session_id = s.id)"
+                " FROM sessions s LEFT JOIN epochs e ON e.session_id = s.id AND e.number = s.epoch"
+                " LEFT JOIN snapshots sn ON sn.id = e.snapshot_id WHERE s.id = %s",
+                (session_id,),
+            )
+            if row is None:
+                raise UnknownSession(f"no session {session_id!r} in {self.url}")
+            session = self._session_record(row[:9])
+            epoch = None
+            if session.epoch is not None:
+                epoch = self._active_epoch(tx, session_id, session.epoch, row[9:19], row[19])
+            pending = tuple(
+                message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
+                for pending_id, kind, body in row[20]
+            )
+            return SessionState(session, epoch, pending)
+
+        return self._run(session_id, "read the session", work, write=False)
+
+    def _active_epoch(
+        self, tx: _Tx, session_id: str, number: int, row: Sequence[Any], manifest: str | None
+    ) -> ActiveEpoch:
+        if row[0] is None:
+            raise CorruptRecord(f"its active epoch {number} is missing", session_id)
+        record = self._epoch_record(row)
+        segment_ids = parse_segments(session_id, row[9], number)
+        ids = None if manifest is None else manifest_ids(session_id, record.snapshot_id, manifest)
+        value_ids = [] if ids is None else [i for pair in ids.values() for i in pair if i is not None]
+        texts = self._get_texts(tx, [*segment_ids, *value_ids])
+        baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number)
+        if ids is None:
+            raise CorruptRecord(f"stored snapshot {record.snapshot_id[:12]} is missing", session_id)
+        snapshot = snapshot_from_texts(session_id, record.snapshot_id, ids, texts)
+        self._remember(tx, texts)
+        return ActiveEpoch(record, baseline, snapshot)
+
+    def history(self, session_id: str) -> list[HistoryEntry]:
+        def work(tx: _Tx) -> list[tuple[Any, ...]]:
+            rows = tx.all(
+                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created FROM sessions s"
+                " LEFT JOIN messages m ON m.session_id = s.id WHERE s.id = %s ORDER BY m.seq",
+                (session_id,),
+            )
+            if not rows:
+                raise UnknownSession(f"no session {session_id!r} in {self.url}")
+            return [row[1:] for row in rows if row[1] is not None]
+
+        rows = self._run(session_id, "read the history", work, write=False)
+        return [
+            HistoryEntry(
+                message_from_row(session_id, f"message #{seq}", kind, body, int(seq), epoch), created, snapshot_id
+            )
+            for seq, epoch, kind, body, snapshot_id, created in rows
+        ]
+
+    def epochs(self, session_id: str) -> list[EpochRecord]:
+        def work(tx: _Tx) -> list[EpochRecord]:
+            rows = tx.all(
+                f"SELECT s.id, {_qualified('e', _EPOCH_COLUMNS)} FROM sessions s"
+                " LEFT JOIN epochs e ON e.session_id = s.id WHERE s.id = %s ORDER BY e.number",
+                (session_id,),
+            )
+            if not rows:
+                raise UnknownSession(f"no session {session_id!r} in {self.url}")
+            return [self._epoch_record(row[1:]) for row in rows if row[1] is not None]
+
+        return self._run(session_id, "read the epochs", work, write=False)
+
+    def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
+        return self._run(
+            session_id, "read a snapshot", lambda tx: self._load_snapshot(tx, session_id, snapshot_id), write=False
+        )
+
+    # -- input and replies ----------------------------------------------------------------
+
+    def enqueue(self, session_id: str, message: Message) -> None:
+        if message.kind not in ("user", "tool_result"):
+            raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
+
+        def work(tx: _Tx) -> None:
+            # Locked so a concurrent promote sees this input wholly before or wholly after it.
+            self._session_row(tx, session_id, lock=True)
+            tx.conn.execute(
+                "INSERT INTO pending (session_id, kind, body, created) VALUES (%s, %s, %s, %s)",
+                (session_id, message.kind, message_body(message), now()),
+            )
+
+        self._run(session_id, "keep the input", work, write=True)
+
+    def promote(self, session_id: str, *, location: str) -> list[Message]:
+        def work(tx: _Tx) -> list[Message]:
+            session = self._session_row(tx, session_id, lock=True)
+            if session.epoch is None:
+                raise RevisionConflict(session_id, "no active epoch (moved?)")
+            if session.location != location:
+                raise RevisionConflict(session_id, f"moved to {session.location}")
+            rows = tx.all("SELECT id, kind, body FROM pending WHERE session_id = %s ORDER BY id", (session_id,))
+            if not rows:
+                return []
+            messages = [
+                message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
+                for pending_id, kind, body in rows
+            ]
+            promoted = self._insert_messages(
+                tx, session_id, self._next_seq(tx, session_id), session.epoch, messages, None
+            )
+            tx.conn.execute("DELETE FROM pending WHERE id = ANY(%s)", ([row[0] for row in rows],))
+            return promoted
+
+        return self._run(session_id, "promote the input", work, write=True)
+
+    def append(self, session_id: str, message: Message) -> Message:
+        def work(tx: _Tx) -> Message:
+            session = self._session_row(tx, session_id, lock=True)
+            epoch = session.epoch
+            if epoch is None:
+                row = tx.one("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,))
+                epoch = None if row is None else row[0]
+            return self._insert_messages(tx, session_id, self._next_seq(tx, session_id), epoch, [message], None)[0]
+
+        return self._run(session_id, f"store the {message.kind} message", work, write=True)
+
+    # -- epoch writes ---------------------------------------------------------------------
+
+    def start_epoch(
+        self,
+        session_id: str,
+        *,
+        expected_revision: int,
+        location: str,
+        model: str,
+        segments: Sequence[str],
+        snapshot: Snapshot,
+        reason: str,
+        compaction: PendingCompaction | None = None,
+    ) -> SessionRecord:
+        segment_texts = {content_id(text): text for text in segments}
+        segment_ids = [content_id(text) for text in segments]
+        baseline_id = content_id("".join(segments))
+
+        def work(tx: _Tx) -> SessionRecord:
+            session = self._swap(tx, session_id, expected_revision, "location = %s", location)
+            snapshot_id = self._put_snapshot(tx, snapshot)
+            self._put_texts(tx, segment_texts)
+            row = tx.one("SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = %s", (session_id,))
+            assert row is not None
+            number = int(row[0])
+            seq = self._next_seq(tx, session_id)
+            history_from, summary_seq = session.history_from, session.summary_seq
+            if compaction is not None:
+                self._insert_messages(tx, session_id, seq, number, [Message("summary", compaction.summary)], None)
+                summary_seq = seq
+                history_from = max(history_from, compaction.covers_upto + 1)
+            tx.conn.execute(
+                "INSERT INTO epochs (session_id, number, baseline_id, segments, initial_snapshot_id, snapshot_id,"
+                " start_seq, model, location, reason, created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    session_id,
+                    number,
+                    baseline_id,
+                    canonical_list(segment_ids),
+                    snapshot_id,
+                    snapshot_id,
+                    seq,
+                    model,
+                    location,
+                    reason,
+                    now(),
+                ),
+            )
+            updated = tx.one(
+                "UPDATE sessions SET epoch = %s, history_from = %s, summary_seq = %s,"
+                f" compaction = CASE WHEN %s THEN NULL ELSE compaction END WHERE id = %s RETURNING {_SESSION_COLUMNS}",
+                (number, history_from, summary_seq, compaction is not None, session_id),
+            )
+            assert updated is not None
+            return self._session_record(updated)
+
+        return self._run(session_id, "store the new context epoch", work, write=True)
+
+    def admit_update(
+        self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
+    ) -> Message:
+        def work(tx: _Tx) -> Message:
+            self._swap(tx, session_id, expected_revision, "epoch = %s", epoch)
+            snapshot_id = self._put_snapshot(tx, snapshot)
+            seq = self._next_seq(tx, session_id)
+            message = self._insert_messages(tx, session_id, seq, epoch, [Message("system_update", text)], snapshot_id)[
+                0
+            ]
+            tx.conn.execute(
+                "UPDATE epochs SET snapshot_id = %s WHERE session_id = %s AND number = %s",
+                (snapshot_id, session_id, epoch),
+            )
+            return message
+
+        return self._run(session_id, "store the mid-conversation system message", work, write=True)
+
+    # -- user commands --------------------------------------------------------------------
+
+    def _bump(self, session_id: str, action: str, assignments: str, values: Sequence[Any]) -> SessionRecord:
+        def work(tx: _Tx) -> SessionRecord:
+            row = tx.one(
+                f"UPDATE sessions SET {assignments}, revision = revision + 1 WHERE id = %s"
+                f" RETURNING {_SESSION_COLUMNS}",
+                (*values, session_id),
+            )
+            if row is None:
+                raise UnknownSession(f"no session {session_id!r} in {self.url}")
+            return self._session_record(row)
+
+        return self._run(session_id, action, work, write=True)
+
+    def move(self, session_id: str, location: str) -> SessionRecord:
+        return self._bump(session_id, "move the session", "location = %s, epoch = NULL", (location,))
+
+    def set_model(self, session_id: str, model: str) -> SessionRecord:
+        return self._bump(session_id, "switch the model", "model = %s", (model,))
+
+    def request_compaction(self, session_id: str, compaction: PendingCompaction) -> SessionRecord:
+        return self._bump(session_id, "record the compaction", "compaction = %s", (compaction_json(compaction),))
+
+
+NIA_OPTIONS = ("timeout", "pool_size")
+"""Query options nia reads from a PostgreSQL URL (and removes before libpq sees it); the rest go to libpq."""
+
+
+def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
+    """``postgresql://user@host:port/db?timeout=SECONDS&pool_size=N&sslmode=…`` (libpq options pass through)."""
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    ours = {key: value for key, value in query if key in NIA_OPTIONS}
+    rest = [(key, value) for key, value in query if key not in NIA_OPTIONS]
+    try:
+        timeout = float(ours.get("timeout", DEFAULT_TIMEOUT))
+        pool_size = int(ours.get("pool_size", DEFAULT_POOL_SIZE))
+        if timeout <= 0 or pool_size < 1:
+            raise ValueError
+    except ValueError:
+        raise UnsupportedDatabase(
+            f"database URL {display_url(url)!r}: timeout must be a positive number of seconds "
+            "and pool_size a positive whole number"
+        ) from None
+    libpq_url = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
+    return PostgresStore(libpq_url, timeout=timeout, pool_size=pool_size, migrate=migrate)
+
+
+def _qualified(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{column.strip()}" for column in columns.split(","))
+
+
+def canonical_list(ids: Sequence[str]) -> str:
+    """A baseline's segment ids as stored (the same JSON as the SQLite store writes)."""
+    return json.dumps(list(ids))
+
+
+def _is_lost_connection(exc: BaseException) -> bool:
+    """A failure that a new connection may not have: the server went away, restarted or is starting."""
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable | psycopg.errors.DiskFull):
+        return False
+    state = getattr(exc, "sqlstate", None) or ""
+    if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+        return True
+    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not state

@@ -1,0 +1,67 @@
+"""What the model sees: the epoch's baseline, then the projected history.
+
+The durable history keeps everything. The projection drops what a fresh
+baseline made redundant or a summary stands for:
+
+- a compaction summary opens the projection and replaces every message
+  before ``history_from``;
+- mid-conversation system messages of earlier epochs leave (the new baseline
+  already says what they said);
+- everything else keeps its durable order, so newly promoted input and
+  settled tool results come before the system message admitted after them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from nia_core.sessions.messages import Message, ModelRequest
+from nia_core.sessions.store import ActiveEpoch, SessionRecord
+
+
+def project(session: SessionRecord, epoch: int | None, history: Iterable[Message]) -> list[Message]:
+    """The messages of ``history`` the model sees in epoch ``epoch``, in order."""
+    summary: list[Message] = []
+    rest: list[Message] = []
+    for message in history:
+        seq = message.seq if message.seq is not None else 0
+        if message.kind == "summary":
+            if seq == session.summary_seq:
+                summary.append(message)
+            continue
+        if seq < session.history_from:
+            continue
+        if message.kind == "system_update" and message.epoch != epoch:
+            continue
+        rest.append(message)
+    return summary + rest
+
+
+def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[Message]) -> ModelRequest:
+    """The request for the next provider call, from durable state only (so a retry is byte-identical)."""
+    return ModelRequest(
+        session_id=session.id,
+        model=session.model,
+        baseline=epoch.baseline,
+        messages=tuple(project(session, epoch.number, history)),
+    )
+
+
+def unsettled_tool_calls(history: Sequence[Message]) -> tuple[str, ...]:
+    """Ids of tool calls in the latest assistant message that have no result yet."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.kind == "assistant":
+            answered = {m.tool_call_id for m in history[index + 1 :] if m.kind == "tool_result"}
+            return tuple(call.id for call in message.tool_calls if call.id not in answered)
+    return ()
+
+
+def awaits_reply(history: Sequence[Message]) -> bool:
+    """Whether the conversation ends with something the model has not answered yet."""
+    for message in reversed(history):
+        if message.kind in ("user", "tool_result"):
+            return True
+        if message.kind == "assistant":
+            return False
+    return False

@@ -1,0 +1,194 @@
+"""How session data becomes stored text and back, the same for every backend.
+
+Content addressing lives here too: a stored text's id is the sha256 of its
+UTF-8 bytes, so equal values (the same 1 MB of docs in a thousand sessions)
+share one row, and a read can tell a damaged row from a good one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Container, Mapping
+from typing import Any
+
+from nia_core.context import Snapshot, SnapshotEntry, canonical_json
+from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.messages import MESSAGE_KINDS, Message, ToolCall
+from nia_core.sessions.store import PendingCompaction
+
+
+def content_id(text: str) -> str:
+    """The content address of ``text``: hex sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- messages ----------------------------------------------------------------------------
+
+
+def message_body(message: Message) -> str:
+    """The canonical JSON of a message's content (kind, seq and epoch are columns of their own)."""
+    body: dict[str, Any] = {"text": message.text}
+    if message.tool_calls:
+        body["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    if message.is_error:
+        body["is_error"] = True
+    return canonical_json(body)
+
+
+def message_from_row(session_id: str, where: str, kind: str, body: str, seq: int | None, epoch: int | None) -> Message:
+    """Rebuild a stored message, or raise :class:`CorruptRecord` naming the session and ``where``."""
+    if kind not in MESSAGE_KINDS:
+        raise CorruptRecord(
+            f"{where} has unknown kind {kind!r} (known: {', '.join(MESSAGE_KINDS)}); was it written by a newer nia?",
+            session_id,
+        )
+    try:
+        data = json.loads(body)
+        if not isinstance(data, dict) or not isinstance(data.get("text", ""), str):
+            raise ValueError("not an object with a text")
+        calls = tuple(
+            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {})) for c in data.get("tool_calls", [])
+        )
+        call_id = data.get("tool_call_id")
+        return Message(
+            kind,  # type: ignore[arg-type]  # checked against MESSAGE_KINDS above
+            text=data.get("text", ""),
+            tool_calls=calls,
+            tool_call_id=None if call_id is None else str(call_id),
+            is_error=bool(data.get("is_error", False)),
+            seq=seq,
+            epoch=epoch,
+        )
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise CorruptRecord(f"{where} has a damaged body ({exc})", session_id) from None
+
+
+# -- snapshots ---------------------------------------------------------------------------
+
+
+def snapshot_manifest(snapshot: Snapshot, id_of: Callable[[str], str] = content_id) -> tuple[str, dict[str, str]]:
+    """``(manifest, texts)``: the manifest maps each key to ``[value id, removal id or null]``."""
+    texts: dict[str, str] = {}
+    manifest: dict[str, list[str | None]] = {}
+    for key, entry in snapshot.items():
+        value_id = id_of(entry.value)
+        texts[value_id] = entry.value
+        removal_id = None
+        if entry.removal is not None:
+            removal_id = id_of(entry.removal)
+            texts[removal_id] = entry.removal
+        manifest[key] = [value_id, removal_id]
+    return canonical_json(manifest), texts
+
+
+def manifest_ids(session_id: str, snapshot_id: str, manifest: str) -> dict[str, tuple[str, str | None]]:
+    """Parse and hash-check a stored manifest."""
+    if content_id(manifest) != snapshot_id:
+        raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} does not match its hash", session_id)
+    try:
+        data = json.loads(manifest)
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        out: dict[str, tuple[str, str | None]] = {}
+        for key, ids in data.items():
+            value_id, removal_id = ids
+            if not isinstance(value_id, str) or not (removal_id is None or isinstance(removal_id, str)):
+                raise ValueError(f"entry {key!r} is malformed")
+            out[key] = (value_id, removal_id)
+        return out
+    except (TypeError, ValueError) as exc:
+        raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} is damaged ({exc})", session_id) from None
+
+
+def snapshot_from_texts(
+    session_id: str,
+    snapshot_id: str,
+    ids: Mapping[str, tuple[str, str | None]],
+    texts: Mapping[str, str],
+    trusted: Container[str] = (),
+) -> Snapshot:
+    """Assemble a snapshot from hash-checked texts; a missing or altered text names its key.
+
+    Texts whose id is in ``trusted`` were checked before and are not hashed again.
+    """
+    entries: dict[str, SnapshotEntry] = {}
+    for key, (value_id, removal_id) in ids.items():
+        what = f"the value of {key!r} in snapshot {snapshot_id[:12]}"
+        value = checked_text(session_id, texts, value_id, what, trusted)
+        if value_id not in trusted:
+            try:
+                json.loads(value)
+            except ValueError:
+                raise CorruptRecord(f"stored snapshot is corrupt: {what} is not JSON", session_id) from None
+        removal = None
+        if removal_id is not None:
+            what = f"the removal text of {key!r} in snapshot {snapshot_id[:12]}"
+            removal = checked_text(session_id, texts, removal_id, what, trusted)
+        entries[key] = SnapshotEntry(value, removal)
+    return Snapshot(entries)
+
+
+def checked_text(
+    session_id: str, texts: Mapping[str, str], text_id: str, what: str, trusted: Container[str] = ()
+) -> str:
+    text = texts.get(text_id)
+    if text is None:
+        raise CorruptRecord(f"stored snapshot is corrupt: {what} is missing", session_id)
+    if text_id not in trusted and content_id(text) != text_id:
+        raise CorruptRecord(f"stored snapshot is corrupt: {what} does not match its hash", session_id)
+    return text
+
+
+# -- baselines ---------------------------------------------------------------------------
+
+
+def baseline_from_texts(
+    session_id: str,
+    baseline_id: str,
+    segment_ids: list[str],
+    texts: Mapping[str, str],
+    epoch: int,
+    trusted: Container[str] = (),
+) -> str:
+    """Join a baseline's stored segments and check the whole against its hash."""
+    parts = []
+    for index, segment_id in enumerate(segment_ids):
+        text = texts.get(segment_id)
+        if text is None or (segment_id not in trusted and content_id(text) != segment_id):
+            state = "missing" if text is None else "does not match its hash"
+            raise CorruptRecord(f"the baseline of epoch {epoch} is corrupt: part {index + 1} {state}", session_id)
+        parts.append(text)
+    baseline = "".join(parts)
+    if content_id(baseline) != baseline_id:
+        raise CorruptRecord(f"the baseline of epoch {epoch} does not match its hash", session_id)
+    return baseline
+
+
+def parse_segments(session_id: str, raw: str, epoch: int) -> list[str]:
+    try:
+        ids = json.loads(raw)
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ValueError("not a list of ids")
+        return ids
+    except ValueError as exc:
+        raise CorruptRecord(f"the baseline of epoch {epoch} is damaged ({exc})", session_id) from None
+
+
+# -- pending compaction ------------------------------------------------------------------
+
+
+def compaction_json(compaction: PendingCompaction) -> str:
+    return canonical_json({"summary": compaction.summary, "covers_upto": compaction.covers_upto})
+
+
+def compaction_from_json(session_id: str, raw: str | None) -> PendingCompaction | None:
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+        return PendingCompaction(str(data["summary"]), int(data["covers_upto"]))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise CorruptRecord(f"the pending compaction is damaged ({exc})", session_id) from None

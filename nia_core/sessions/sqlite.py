@@ -1,0 +1,619 @@
+"""The embedded SQLite store: one file, WAL mode, versioned migrations. All of nia's SQL lives here.
+
+Writes take the write lock up front (``BEGIN IMMEDIATE``) so two processes
+never interleave inside a transaction; reads run in a read transaction so a
+session, its epoch and its snapshot are seen at one instant. Any SQLite
+failure rolls the transaction back and surfaces as a :class:`StoreError`
+naming the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from nia_core.context import Snapshot
+from nia_core.sessions.errors import (
+    CorruptRecord,
+    DatabaseFull,
+    DatabaseLocked,
+    NewerSchema,
+    RevisionConflict,
+    StoreError,
+    UnknownSession,
+)
+from nia_core.sessions.messages import Message
+from nia_core.sessions.serialize import (
+    baseline_from_texts,
+    compaction_from_json,
+    compaction_json,
+    content_id,
+    manifest_ids,
+    message_body,
+    message_from_row,
+    parse_segments,
+    snapshot_from_texts,
+    snapshot_manifest,
+)
+from nia_core.sessions.store import (
+    ActiveEpoch,
+    EpochRecord,
+    HistoryEntry,
+    PendingCompaction,
+    SessionRecord,
+    SessionState,
+    Store,
+)
+
+DEFAULT_TIMEOUT = 5.0
+"""Seconds to wait for another process's write lock before giving up."""
+
+MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
+    (
+        1,
+        (
+            # Content-addressed texts: snapshot values, removal texts, baseline segments.
+            "CREATE TABLE blobs (id TEXT PRIMARY KEY, data TEXT NOT NULL)",
+            # A snapshot is a manifest {key: [value id, removal id | null]}, itself content-addressed.
+            "CREATE TABLE snapshots (id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                location TEXT NOT NULL,
+                model TEXT NOT NULL,
+                created TEXT NOT NULL,
+                revision INTEGER NOT NULL DEFAULT 0,
+                epoch INTEGER,
+                history_from INTEGER NOT NULL DEFAULT 0,
+                summary_seq INTEGER,
+                compaction TEXT
+            )""",
+            """CREATE TABLE epochs (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                number INTEGER NOT NULL,
+                baseline_id TEXT NOT NULL,
+                segments TEXT NOT NULL,
+                initial_snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+                snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
+                start_seq INTEGER NOT NULL,
+                model TEXT NOT NULL,
+                location TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                created TEXT NOT NULL,
+                PRIMARY KEY (session_id, number)
+            )""",
+            """CREATE TABLE messages (
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                seq INTEGER NOT NULL,
+                epoch INTEGER,
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                snapshot_id TEXT REFERENCES snapshots(id),
+                created TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            )""",
+            """CREATE TABLE pending (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id TEXT NOT NULL REFERENCES sessions(id),
+                kind TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created TEXT NOT NULL
+            )""",
+            "CREATE INDEX pending_by_session ON pending (session_id, id)",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+"""The newest schema this nia knows; a database at a higher version is refused."""
+
+_SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
+_EPOCH_COLUMNS = (
+    "number, baseline_id, snapshot_id, initial_snapshot_id, start_seq, model, location, reason, created, segments"
+)
+_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class SQLiteStore(Store):
+    """The default store.
+
+    ``synchronous="full"`` (the default) syncs every commit to disk, so nothing
+    the model was sent can be lost even on power failure; ``"normal"`` is
+    faster and still safe against a crashed or killed process. ``pragmas`` are
+    applied to the connection after nia's own (tuning, tests).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        synchronous: str = "full",
+        pragmas: Mapping[str, str | int] | None = None,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.url = str(self.path)
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        # Content-addressed rows and history rows never change once written, so what this
+        # connection has read and checked once is kept (within a byte budget) and not re-read.
+        self._texts: dict[str, str] = {}
+        """Texts by id, hash-checked (so known to be stored intact)."""
+        self._snapshots: dict[str, Snapshot] = {}
+        self._baselines: dict[tuple[str, str], str] = {}
+        self._histories: dict[str, list[HistoryEntry]] = {}
+        self._ids: dict[str, str] = {}
+        self._cached_bytes = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for the database {self.path}: {exc.strerror or exc}") from None
+        with self._guard(None, "open the database"):
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            if synchronous.lower() not in ("full", "normal"):
+                raise StoreError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            for name, value in (pragmas or {}).items():
+                if not name.replace("_", "").isalnum():
+                    raise StoreError(f"invalid pragma name {name!r}")
+                self._conn.execute(f"PRAGMA {name} = {int(value) if isinstance(value, int) else repr(str(value))}")
+            self._migrate()
+            self._conn.execute("PRAGMA journal_mode = WAL")
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.url!r})"
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _guard(self, session_id: str | None, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise self._translate(exc, session_id, action) from exc
+
+    def _translate(self, exc: sqlite3.Error, session_id: str | None, action: str) -> StoreError:
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = str(exc)
+        where = f"the database {self.path}"
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            return DatabaseLocked(
+                f"cannot {action}: {where} is locked by another process (waited {self.timeout:g}s); "
+                "nothing was changed, try again",
+                session_id,
+            )
+        if name.startswith("SQLITE_FULL") or "full" in text:
+            return DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return CorruptRecord(f"cannot {action}: {where} is damaged or not a database ({text})", session_id)
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(f"cannot {action}: {where} is read-only", session_id)
+        if name.startswith("SQLITE_CANTOPEN"):
+            return StoreError(f"cannot {action}: cannot open {where} ({text})", session_id)
+        return StoreError(f"cannot {action}: database error on {where}: {text}", session_id)
+
+    @contextlib.contextmanager
+    def _transaction(self, session_id: str | None, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._guard(session_id, action):
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    def _write(self, session_id: str | None, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction(session_id, action, write=True)
+
+    def _read(self, session_id: str | None, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        return self._transaction(session_id, action, write=False)
+
+    def _migrate(self) -> None:
+        conn = self._conn
+        version = self._schema_version(conn)
+        if version == SCHEMA_VERSION:
+            return
+        self._check_version(version)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._schema_version(conn)
+            self._check_version(version)
+            if version is None:
+                conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                conn.execute("INSERT INTO schema_version (version) VALUES (0)")
+                version = 0
+            for target, statements in MIGRATIONS:
+                if target > version:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("UPDATE schema_version SET version = ?", (target,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int | None:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_version" not in tables:
+            others = sorted(tables - {"sqlite_sequence"})
+            if others:
+                raise StoreError(
+                    f"{self.path} is not a nia database (it has tables {', '.join(others)} but no schema_version)"
+                )
+            return None
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None or not isinstance(row[0], int):
+            raise CorruptRecord(f"the database {self.path} has a damaged schema_version table")
+        return int(row[0])
+
+    def _check_version(self, version: int | None) -> None:
+        if version is not None and version > SCHEMA_VERSION:
+            raise NewerSchema(
+                f"the database {self.path} was written by a newer nia (schema version {version}; "
+                f"this nia knows up to {SCHEMA_VERSION}); upgrade nia, or set NIA_DB to use another database"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- content-addressed texts ----------------------------------------------------------
+
+    def _charge(self, size: int) -> None:
+        """Account ``size`` cached bytes; past the budget, forget everything cached."""
+        self._cached_bytes += size
+        if self._cached_bytes > _CACHE_BYTES:
+            self._texts.clear()
+            self._snapshots.clear()
+            self._baselines.clear()
+            self._histories.clear()
+            self._ids.clear()
+            self._cached_bytes = size
+
+    def _id_of(self, text: str) -> str:
+        """:func:`content_id`, remembered for large texts (the same docs are admitted again and again)."""
+        if len(text) < 4096:
+            return content_id(text)
+        text_id = self._ids.get(text)
+        if text_id is None:
+            text_id = self._ids[text] = content_id(text)
+            self._charge(len(text))
+        return text_id
+
+    def _put_texts(self, conn: sqlite3.Connection, texts: Mapping[str, str]) -> None:
+        for text_id, text in texts.items():
+            if text_id not in self._texts:
+                conn.execute("INSERT OR IGNORE INTO blobs (id, data) VALUES (?, ?)", (text_id, text))
+
+    def _get_texts(self, conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, str]:
+        """Texts by id: checked ones from memory, the rest from the database (the caller checks them)."""
+        found = {i: self._texts[i] for i in ids if i in self._texts}
+        wanted = sorted(set(ids) - found.keys())
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for text_id, data in conn.execute(f"SELECT id, data FROM blobs WHERE id IN ({marks})", chunk):
+                found[text_id] = data
+        return found
+
+    def _remember(self, texts: Mapping[str, str]) -> None:
+        """Keep texts the caller has just checked."""
+        for text_id, text in texts.items():
+            if text_id not in self._texts:
+                self._texts[text_id] = text
+                self._charge(len(text))
+
+    def _put_snapshot(self, conn: sqlite3.Connection, snapshot: Snapshot) -> str:
+        manifest, texts = snapshot_manifest(snapshot, self._id_of)
+        snapshot_id = content_id(manifest)
+        self._put_texts(conn, texts)
+        conn.execute("INSERT OR IGNORE INTO snapshots (id, manifest) VALUES (?, ?)", (snapshot_id, manifest))
+        return snapshot_id
+
+    def _load_snapshot(self, conn: sqlite3.Connection, session_id: str, snapshot_id: str) -> Snapshot:
+        cached = self._snapshots.get(snapshot_id)
+        if cached is not None:
+            return cached
+        row = conn.execute("SELECT manifest FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
+        if row is None:
+            raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} is missing", session_id)
+        ids = manifest_ids(session_id, snapshot_id, row[0])
+        wanted = [i for pair in ids.values() for i in pair if i is not None]
+        texts = self._get_texts(conn, wanted)
+        snapshot = snapshot_from_texts(session_id, snapshot_id, ids, texts, self._texts)
+        self._remember(texts)
+        self._snapshots[snapshot_id] = snapshot
+        return snapshot
+
+    # -- rows -----------------------------------------------------------------------------
+
+    def _session_row(self, conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+        row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r} in {self.path}")
+        return self._session_record(row)
+
+    def _session_record(self, row: Sequence[Any]) -> SessionRecord:
+        session_id = row[0]
+        return SessionRecord(
+            id=session_id,
+            location=row[1],
+            model=row[2],
+            created=row[3],
+            revision=row[4],
+            epoch=row[5],
+            history_from=row[6],
+            summary_seq=row[7],
+            compaction=compaction_from_json(session_id, row[8]),
+        )
+
+    @staticmethod
+    def _epoch_record(row: Sequence[Any]) -> EpochRecord:
+        return EpochRecord(*row[:9])
+
+    def _next_seq(self, conn: sqlite3.Connection, session_id: str) -> int:
+        row = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,))
+        return int(row.fetchone()[0])
+
+    def _insert_message(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        seq: int,
+        epoch: int | None,
+        message: Message,
+        snapshot_id: str | None = None,
+    ) -> Message:
+        conn.execute(
+            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (session_id, seq, epoch, message.kind, message_body(message), snapshot_id, now()),
+        )
+        return Message(
+            message.kind, message.text, message.tool_calls, message.tool_call_id, message.is_error, seq, epoch
+        )
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def create_session(self, location: str, model: str, *, session_id: str | None = None) -> SessionRecord:
+        new_id = session_id or secrets.token_hex(6)
+        with self._write(new_id, "create the session") as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, location, model, created) VALUES (?, ?, ?, ?)",
+                (new_id, location, model, now()),
+            )
+            return self._session_row(conn, new_id)
+
+    def session(self, session_id: str) -> SessionRecord:
+        with self._read(session_id, "read the session") as conn:
+            return self._session_row(conn, session_id)
+
+    def resolve(self, prefix: str) -> str:
+        with self._read(None, "look up the session") as conn:
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6", (len(prefix), prefix)
+            ).fetchall()
+        ids = [row[0] for row in rows]
+        if prefix in ids:
+            return prefix
+        if not ids or not prefix:
+            raise UnknownSession(f"no session {prefix!r} in {self.path} (see: nia session list)")
+        if len(ids) > 1:
+            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
+        return str(ids[0])
+
+    def sessions(self) -> list[SessionRecord]:
+        with self._read(None, "list the sessions") as conn:
+            rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id").fetchall()
+        return [self._session_record(row) for row in rows]
+
+    def state(self, session_id: str) -> SessionState:
+        with self._read(session_id, "read the session") as conn:
+            session = self._session_row(conn, session_id)
+            epoch = None
+            if session.epoch is not None:
+                epoch = self._active_epoch(conn, session_id, session.epoch)
+            pending = tuple(
+                message_from_row(session_id, f"pending input #{row[0]}", row[1], row[2], None, None)
+                for row in conn.execute(
+                    "SELECT id, kind, body FROM pending WHERE session_id = ? ORDER BY id", (session_id,)
+                )
+            )
+        return SessionState(session, epoch, pending)
+
+    def _active_epoch(self, conn: sqlite3.Connection, session_id: str, number: int) -> ActiveEpoch:
+        row = conn.execute(
+            f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? AND number = ?", (session_id, number)
+        ).fetchone()
+        if row is None:
+            raise CorruptRecord(f"its active epoch {number} is missing", session_id)
+        record = self._epoch_record(row)
+        baseline = self._baselines.get((record.baseline_id, row[9]))
+        if baseline is None:
+            segment_ids = parse_segments(session_id, row[9], number)
+            texts = self._get_texts(conn, segment_ids)
+            baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
+            self._remember(texts)
+            self._baselines[(record.baseline_id, row[9])] = baseline
+            self._charge(len(baseline))
+        snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
+        return ActiveEpoch(record, baseline, snapshot)
+
+    def history(self, session_id: str) -> list[HistoryEntry]:
+        cached = self._histories.get(session_id, [])
+        after = cached[-1].message.seq or 0 if cached else 0
+        with self._read(session_id, "read the history") as conn:
+            self._session_row(conn, session_id)
+            rows = conn.execute(
+                "SELECT seq, epoch, kind, body, snapshot_id, created FROM messages"
+                " WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after),
+            ).fetchall()
+        added = [
+            HistoryEntry(message_from_row(session_id, f"message #{seq}", kind, body, seq, epoch), created, snapshot_id)
+            for seq, epoch, kind, body, snapshot_id, created in rows
+        ]
+        history = cached + added
+        if added:
+            self._histories[session_id] = history
+            self._charge(sum(len(row[3]) for row in rows))
+        return list(history)
+
+    def epochs(self, session_id: str) -> list[EpochRecord]:
+        with self._read(session_id, "read the epochs") as conn:
+            self._session_row(conn, session_id)
+            rows = conn.execute(
+                f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
+            ).fetchall()
+        return [self._epoch_record(row) for row in rows]
+
+    def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
+        with self._read(session_id, "read a snapshot") as conn:
+            return self._load_snapshot(conn, session_id, snapshot_id)
+
+    # -- input and replies ----------------------------------------------------------------
+
+    def enqueue(self, session_id: str, message: Message) -> None:
+        if message.kind not in ("user", "tool_result"):
+            raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
+        with self._write(session_id, "keep the input") as conn:
+            self._session_row(conn, session_id)
+            conn.execute(
+                "INSERT INTO pending (session_id, kind, body, created) VALUES (?, ?, ?, ?)",
+                (session_id, message.kind, message_body(message), now()),
+            )
+
+    def promote(self, session_id: str, *, location: str) -> list[Message]:
+        with self._write(session_id, "promote the input") as conn:
+            session = self._session_row(conn, session_id)
+            if session.epoch is None:
+                raise RevisionConflict(session_id, "no active epoch (moved?)")
+            if session.location != location:
+                raise RevisionConflict(session_id, f"moved to {session.location}")
+            rows = conn.execute(
+                "SELECT id, kind, body FROM pending WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+            seq = self._next_seq(conn, session_id)
+            promoted = []
+            for offset, (pending_id, kind, body) in enumerate(rows):
+                message = message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
+                promoted.append(self._insert_message(conn, session_id, seq + offset, session.epoch, message))
+            if rows:
+                conn.execute("DELETE FROM pending WHERE session_id = ? AND id <= ?", (session_id, rows[-1][0]))
+            return promoted
+
+    def append(self, session_id: str, message: Message) -> Message:
+        with self._write(session_id, f"store the {message.kind} message") as conn:
+            session = self._session_row(conn, session_id)
+            epoch = session.epoch
+            if epoch is None:
+                row = conn.execute("SELECT MAX(number) FROM epochs WHERE session_id = ?", (session_id,)).fetchone()
+                epoch = row[0]
+            return self._insert_message(conn, session_id, self._next_seq(conn, session_id), epoch, message)
+
+    # -- epoch writes ---------------------------------------------------------------------
+
+    def start_epoch(
+        self,
+        session_id: str,
+        *,
+        expected_revision: int,
+        location: str,
+        model: str,
+        segments: Sequence[str],
+        snapshot: Snapshot,
+        reason: str,
+        compaction: PendingCompaction | None = None,
+    ) -> SessionRecord:
+        with self._write(session_id, "store the new context epoch") as conn:
+            session = self._session_row(conn, session_id)
+            if session.revision != expected_revision:
+                raise RevisionConflict(session_id)
+            if session.location != location:
+                raise RevisionConflict(session_id, f"moved to {session.location}")
+            snapshot_id = self._put_snapshot(conn, snapshot)
+            texts = {content_id(text): text for text in segments}
+            self._put_texts(conn, texts)
+            number = conn.execute(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
+            seq = self._next_seq(conn, session_id)
+            history_from, summary_seq = session.history_from, session.summary_seq
+            if compaction is not None:
+                self._insert_message(conn, session_id, seq, number, Message("summary", compaction.summary))
+                summary_seq = seq
+                history_from = max(history_from, compaction.covers_upto + 1)
+            conn.execute(
+                "INSERT INTO epochs (session_id, number, baseline_id, segments, initial_snapshot_id, snapshot_id,"
+                " start_seq, model, location, reason, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    number,
+                    content_id("".join(segments)),
+                    json.dumps([content_id(text) for text in segments]),
+                    snapshot_id,
+                    snapshot_id,
+                    seq,
+                    model,
+                    location,
+                    reason,
+                    now(),
+                ),
+            )
+            conn.execute(
+                "UPDATE sessions SET epoch = ?, revision = revision + 1, history_from = ?, summary_seq = ?,"
+                " compaction = CASE WHEN ? THEN NULL ELSE compaction END WHERE id = ?",
+                (number, history_from, summary_seq, compaction is not None, session_id),
+            )
+            return self._session_row(conn, session_id)
+
+    def admit_update(
+        self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
+    ) -> Message:
+        with self._write(session_id, "store the mid-conversation system message") as conn:
+            session = self._session_row(conn, session_id)
+            if session.revision != expected_revision or session.epoch != epoch:
+                raise RevisionConflict(session_id)
+            snapshot_id = self._put_snapshot(conn, snapshot)
+            seq = self._next_seq(conn, session_id)
+            message = self._insert_message(conn, session_id, seq, epoch, Message("system_update", text), snapshot_id)
+            conn.execute(
+                "UPDATE epochs SET snapshot_id = ? WHERE session_id = ? AND number = ?",
+                (snapshot_id, session_id, epoch),
+            )
+            conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,))
+            return message
+
+    # -- user commands --------------------------------------------------------------------
+
+    def _bump(self, session_id: str, action: str, assignments: str, values: Sequence[Any]) -> SessionRecord:
+        with self._write(session_id, action) as conn:
+            self._session_row(conn, session_id)
+            conn.execute(
+                f"UPDATE sessions SET {assignments}, revision = revision + 1 WHERE id = ?", (*values, session_id)
+            )
+            return self._session_row(conn, session_id)
+
+    def move(self, session_id: str, location: str) -> SessionRecord:
+        return self._bump(session_id, "move the session", "location = ?, epoch = NULL", (location,))
+
+    def set_model(self, session_id: str, model: str) -> SessionRecord:
+        return self._bump(session_id, "switch the model", "model = ?", (model,))
+
+    def request_compaction(self, session_id: str, compaction: PendingCompaction) -> SessionRecord:
+        return self._bump(session_id, "record the compaction", "compaction = ?", (compaction_json(compaction),))

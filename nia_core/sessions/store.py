@@ -1,0 +1,242 @@
+"""The Store: the one interface every durable session backend implements.
+
+A store holds sessions, their durable message history, input waiting to be
+promoted, and each session's context epochs. It knows nothing of sources,
+reconciliation or providers: the epoch and boundary logic
+(:mod:`nia_core.sessions.epochs`, :mod:`nia_core.sessions.boundary`) lives
+above it and talks to it only through these methods, so a new backend
+(PostgreSQL, say) implements this class and passes ``tests/sessions``.
+
+Rules every implementation keeps:
+
+- Each write method is one transaction: all of it is stored or none of it.
+- Epoch writes (:meth:`start_epoch`, :meth:`admit_update`) are a
+  compare-and-swap on the session's ``revision``: when the stored revision is
+  not ``expected_revision`` (or the session no longer sits at ``location``)
+  nothing is written and :class:`RevisionConflict` is raised, so the caller
+  re-reads and retries. Every write that changes epoch state bumps the revision.
+- Snapshot values, removal texts and baseline parts are stored content-addressed
+  (sha256 of the text, the text once); reads check the hash and raise
+  :class:`CorruptRecord` naming the session when it does not match.
+- Reads validate what they return (known message kinds, well-formed rows) and
+  raise :class:`CorruptRecord` naming the session and the row.
+- Backend failures become :class:`StoreError` subclasses naming the session:
+  :class:`DatabaseLocked`, :class:`DatabaseFull`, :class:`NewerSchema`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from nia_core.context import Snapshot
+from nia_core.sessions.errors import RevisionConflict, StoreError
+from nia_core.sessions.messages import Message
+
+__all__ = [
+    "ActiveEpoch",
+    "EpochRecord",
+    "HistoryEntry",
+    "PendingCompaction",
+    "RevisionConflict",
+    "SessionRecord",
+    "SessionState",
+    "Store",
+    "StoreError",
+]
+
+
+@dataclass(frozen=True)
+class PendingCompaction:
+    """A compaction asked for but not yet applied (its fresh baseline may be blocked)."""
+
+    summary: str
+    """The summary that will open the new epoch's projected history."""
+    covers_upto: int
+    """The last history ``seq`` the summary stands for; later messages stay projected."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: str
+    location: str
+    """The authoritative Location (a resolved directory path); epoch initialization is fenced on it."""
+    model: str
+    """``PROVIDER/MODEL``; an active epoch started for another model must be replaced."""
+    created: str
+    """ISO 8601, UTC."""
+    revision: int
+    """Bumped by every write to the session's epoch state; the compare-and-swap token."""
+    epoch: int | None
+    """The active epoch's number, or ``None`` (a new or just-moved session)."""
+    history_from: int = 0
+    """Projected history starts at this ``seq`` (moved forward by compaction)."""
+    summary_seq: int | None = None
+    """The ``seq`` of the summary message that opens projected history, if any."""
+    compaction: PendingCompaction | None = None
+
+
+@dataclass(frozen=True)
+class EpochRecord:
+    """One context epoch, active or past (the audit trail)."""
+
+    number: int
+    baseline_id: str
+    """sha256 of the exact baseline text."""
+    snapshot_id: str
+    """The snapshot last admitted in this epoch."""
+    initial_snapshot_id: str
+    """The snapshot the baseline was rendered from."""
+    start_seq: int
+    """The history ``seq`` at which the epoch began (the next message appended after it started)."""
+    model: str
+    location: str
+    reason: str
+    created: str
+
+
+@dataclass(frozen=True)
+class ActiveEpoch:
+    record: EpochRecord
+    baseline: str
+    """The exact baseline text, byte for byte as first rendered."""
+    snapshot: Snapshot
+
+    @property
+    def number(self) -> int:
+        return self.record.number
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A consistent read of a session: its record, active epoch and pending input."""
+
+    session: SessionRecord
+    epoch: ActiveEpoch | None
+    pending: tuple[Message, ...] = ()
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One durable message with what the store knows about it."""
+
+    message: Message
+    """With ``seq`` and ``epoch`` set."""
+    created: str
+    snapshot_id: str | None = None
+    """For a ``system_update``: the snapshot it advanced its epoch to."""
+
+
+class Store(abc.ABC):
+    """Durable sessions. See the module docstring for the rules every backend keeps."""
+
+    url: str
+    """Where the data lives, for messages (a file path for SQLite)."""
+
+    # -- sessions ---------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def create_session(self, location: str, model: str, *, session_id: str | None = None) -> SessionRecord:
+        """A new session with no epoch; the first boundary initializes one."""
+
+    @abc.abstractmethod
+    def session(self, session_id: str) -> SessionRecord:
+        """The session's record; raises :class:`UnknownSession`."""
+
+    @abc.abstractmethod
+    def resolve(self, prefix: str) -> str:
+        """The full id of the one session whose id starts with ``prefix``; raises :class:`UnknownSession`."""
+
+    @abc.abstractmethod
+    def sessions(self) -> list[SessionRecord]:
+        """Every session, oldest first."""
+
+    @abc.abstractmethod
+    def state(self, session_id: str) -> SessionState:
+        """Record, active epoch (baseline text and snapshot, hash-checked) and pending input, read consistently."""
+
+    @abc.abstractmethod
+    def history(self, session_id: str) -> list[HistoryEntry]:
+        """The whole durable history in ``seq`` order, every row validated."""
+
+    @abc.abstractmethod
+    def epochs(self, session_id: str) -> list[EpochRecord]:
+        """Every epoch the session has had, oldest first."""
+
+    @abc.abstractmethod
+    def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
+        """A stored snapshot by id, every value hash-checked."""
+
+    # -- input and replies ------------------------------------------------------------
+
+    @abc.abstractmethod
+    def enqueue(self, session_id: str, message: Message) -> None:
+        """Keep ``message`` (``user`` or ``tool_result``) pending until a boundary promotes it."""
+
+    @abc.abstractmethod
+    def promote(self, session_id: str, *, location: str) -> list[Message]:
+        """Move every pending message into the history, in order, in one transaction.
+
+        Fenced: raises :class:`RevisionConflict` unless the session still sits
+        at ``location`` with an active epoch, so input is never promoted
+        without a complete baseline in force (after a move, say).
+        """
+
+    @abc.abstractmethod
+    def append(self, session_id: str, message: Message) -> Message:
+        """Append a message (the provider's reply) to the history; returns it with ``seq`` and ``epoch``."""
+
+    # -- epoch writes (compare-and-swap on the revision) -------------------------------
+
+    @abc.abstractmethod
+    def start_epoch(
+        self,
+        session_id: str,
+        *,
+        expected_revision: int,
+        location: str,
+        model: str,
+        segments: Sequence[str],
+        snapshot: Snapshot,
+        reason: str,
+        compaction: PendingCompaction | None = None,
+    ) -> SessionRecord:
+        """Make a fresh epoch active whose baseline is ``"".join(segments)``.
+
+        With ``compaction`` (the session's pending one), a ``summary`` message
+        is appended in the same transaction, projected history moves past
+        ``compaction.covers_upto`` and the pending compaction is cleared.
+        Raises :class:`RevisionConflict` when the revision or Location moved on.
+        """
+
+    @abc.abstractmethod
+    def admit_update(
+        self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
+    ) -> Message:
+        """Append one mid-conversation system message and advance the epoch's snapshot, both or neither."""
+
+    # -- user commands (unconditional; each bumps the revision) -------------------------
+
+    @abc.abstractmethod
+    def move(self, session_id: str, location: str) -> SessionRecord:
+        """Make ``location`` authoritative and clear the active epoch."""
+
+    @abc.abstractmethod
+    def set_model(self, session_id: str, model: str) -> SessionRecord:
+        """Switch the session's model; the next epoch write replaces the epoch started for the old one."""
+
+    @abc.abstractmethod
+    def request_compaction(self, session_id: str, compaction: PendingCompaction) -> SessionRecord:
+        """Record a compaction to apply with the next fresh baseline."""
+
+    # -- lifetime -----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
