@@ -15,6 +15,7 @@ from nia_core.context.registry import (
 from nia_core.context.snapshot import EMPTY_SNAPSHOT, CorruptSnapshot, Snapshot, SnapshotEntry
 from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource, Unavailable
 from nia_core.context.system import (
+    SEPARATOR,
     Change,
     Generation,
     Reconciliation,
@@ -33,6 +34,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "EMPTY_SNAPSHOT",
     "JSON",
+    "SEPARATOR",
     "UNAVAILABLE",
     "Assembly",
     "Change",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -138,14 +140,31 @@ def _memoizable(value: Any) -> bool:
     return bool(params is not None and params.frozen)
 
 
+_BY_VALUE_LIMIT = 4096
+_by_value: OrderedDict[int, tuple[Any, Any, str]] = OrderedDict()
+"""Second memo, by value identity and codec: producers that build new source
+objects at every load (but hand out the same cached value) still skip the dump."""
+_by_value_lock = threading.Lock()
+
+
 def encode(source: ContextSource, value: Any) -> str:
     """Canonical JSON of ``value`` through the source's codec."""
     memo = source._encoded  # type: ignore[attr-defined]
     if memo is not None and memo[0] is value:
         return memo[1]  # type: ignore[no-any-return]
-    encoded = canonical_json(source.codec.encode(value))
-    if _memoizable(value):
-        object.__setattr__(source, "_encoded", (value, encoded))
+    if not _memoizable(value):
+        return canonical_json(source.codec.encode(value))
+    codec = source.codec
+    shared = _by_value.get(id(value))
+    if shared is not None and shared[0] is value and shared[1] is codec:
+        encoded = shared[2]
+    else:
+        encoded = canonical_json(codec.encode(value))
+        with _by_value_lock:
+            _by_value[id(value)] = (value, codec, encoded)
+            if len(_by_value) > _BY_VALUE_LIMIT:
+                _by_value.popitem(last=False)
+    object.__setattr__(source, "_encoded", (value, encoded))
     return encoded
 
 

@@ -21,6 +21,7 @@ from typing import Literal
 
 from nia_core.context import (
     DEFAULT_TIMEOUT,
+    SEPARATOR,
     Generation,
     ReplacementBlocked,
     ReplacementReady,
@@ -31,7 +32,6 @@ from nia_core.context import (
     reconcile,
     replace,
 )
-from nia_core.context.system import SEPARATOR
 from nia_core.errors import InitializationBlocked
 from nia_core.sessions.errors import RevisionConflict, StoreError
 from nia_core.sessions.messages import Message
