@@ -192,6 +192,18 @@ class LocationContext:
     def scope(self, name: str) -> LocalScope:
         return LocalScope(self, name)
 
+    def withdraw(self, *keys: str) -> list[str]:
+        """Remove these contributions from this Location only; returns the keys that were present.
+
+        For a host reloading a plugin that contributed here directly (from
+        ``nia_location_opened``): the new version registers the same keys again.
+        """
+        with self._lock:
+            removed = [key for key in keys if self._contributions.pop(key, None) is not None]
+        if removed:
+            self._notify()
+        return removed
+
     def on_change(self, listener: Listener) -> None:
         """Call ``listener`` whenever a contribution arrives or leaves."""
         self._listeners.append(listener)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import pluggy
 
 from nia_core import hookspecs
-from nia_core.context import Assembly, Location, LocationContext, SystemContextRegistry
+from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContextRegistry
 from nia_core.context.source import DEFAULT_TIMEOUT
 from nia_core.errors import NiaError
 from nia_core.host.plugin import Origin, PluginInfo
@@ -36,6 +37,23 @@ def _config_file_key(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (stat.st_mtime_ns, stat.st_size)
+
+
+def _one_line_validation(exc: Exception) -> str:
+    """pluggy's three-line validation message on one line: ``definition: reason``."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    marker = "hookimpl definition:"
+    definition = next((line[len(marker) :].strip() for line in lines if line.startswith(marker)), None)
+    reasons = [line for line in lines[1:] if not line.startswith(marker)]
+    if definition and reasons:
+        return f"{definition}: {' '.join(reasons)}"
+    return " ".join(lines)
+
+
+def _one_line_exception(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
 
 
 class PluginHost:
@@ -59,9 +77,9 @@ class PluginHost:
         with self._lock:
             self.plugins[info.name] = info
         if info.error:
-            log.warning("plugin %r: %s", info.name, info.error)
-            if self.strict:
+            if self.strict:  # the error is the report; a warning too would say it twice
                 raise PluginError(f"plugin {info.name!r}: {info.error}")
+            log.warning("plugin %r: %s", info.name, info.error)
         return info
 
     def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
@@ -72,8 +90,14 @@ class PluginHost:
                 self.unregister(name)
             try:
                 self.pm.register(plugin, name=name)
-            except (pluggy.PluginValidationError, ValueError) as exc:
-                info.error = f"invalid hook implementation: {exc}"
+            except pluggy.PluginValidationError as exc:
+                info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
+                return self.record(info)
+            except Exception as exc:  # noqa: BLE001 - a historic hook replayed at registration raised
+                # pluggy leaves the plugin half-registered in that case: take it out again.
+                if self.pm.has_plugin(name):
+                    self.pm.unregister(name=name)
+                info.error = f"nia_location_opened raised {_one_line_exception(exc)}"
                 return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None
@@ -88,7 +112,30 @@ class PluginHost:
             )
             self._scopes[name] = scope
             self.plugins[name] = info
+            self._guard_location_opened(name)
         return info
+
+    def _guard_location_opened(self, name: str) -> None:
+        """Make the plugin's ``nia_location_opened`` fail alone.
+
+        pluggy stops a historic call at the first implementation that raises,
+        so one plugin could break ``open`` for all. The guarded version reports
+        the plugin (``strict`` raises), unregisters it, and lets the others run.
+        """
+        for impl in self.pm.hook.nia_location_opened.get_hookimpls():
+            if impl.plugin_name != name or getattr(impl.function, "_nia_guarded", False):
+                continue
+            function = impl.function
+
+            def guarded(*args: Any, _function: Any = function) -> None:
+                try:
+                    _function(*args)
+                except Exception as exc:  # noqa: BLE001 - isolation: report the plugin, keep the others
+                    self.unregister(name)
+                    self._mark_broken(name, f"nia_location_opened raised {type(exc).__name__}: {exc}")
+
+            guarded._nia_guarded = True  # type: ignore[attr-defined]
+            impl.function = guarded  # type: ignore[misc]  # pluggy types it Final; it is a plain attribute
 
     def unregister(self, name: str) -> None:
         """Unregister from pluggy and close the plugin's scope (its sources leave)."""
@@ -131,6 +178,28 @@ class PluginHost:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
         return assembly
 
+    def report_observations(self, assembly: Assembly, observations: Iterable[Observation]) -> list[str]:
+        """Mark the plugin behind each loader that timed out or raised as broken (``strict`` raises).
+
+        The engine counts such a source unavailable and carries on; this names
+        the plugin responsible, for ``nia plugins list`` and ``--strict``.
+        """
+        names = {f"plugin {name!r}": name for name in self.plugins}
+        messages = []
+        with self._lock:
+            for obs in observations:
+                name = names.get(assembly.contributors.get(obs.key, ""))
+                if obs.status not in ("timeout", "error") or name is None:
+                    continue
+                error = f"context source {obs.key!r}: {obs.reason}"
+                self.plugins[name].error = error
+                if not self.strict:
+                    log.warning("plugin %r: %s", name, error)
+                messages.append(f"plugin {name!r}: {error}")
+        if self.strict and messages:
+            raise PluginError("; ".join(messages))
+        return messages
+
     def plugin_config(self, name: str, location: Location) -> dict[str, Any]:
         """The ``[plugins.NAME]`` table of the Location's ``.nia/project.toml``."""
         path = location.nia_dir / "project.toml"
@@ -155,6 +224,9 @@ class PluginHost:
                 result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
                 if result is None:
                     continue
+                if isinstance(result, dict | set | frozenset):  # iterable, but not an ordered list of sources
+                    kind = type(result).__name__
+                    raise TypeError(f"nia_context_sources returned {kind}, not a list of ContextSource")
                 if not isinstance(result, list | tuple):
                     return result  # the registry reports the bad return
                 sources.extend(result)
@@ -173,9 +245,9 @@ class PluginHost:
         info = self.plugins.get(name)
         if info is not None:
             info.error = error
-        log.warning("plugin %r: %s", name, error)
         if self.strict:
             raise PluginError(f"plugin {name!r}: {error}")
+        log.warning("plugin %r: %s", name, error)
 
     def infos(self, *, include_builtins: bool = True) -> list[PluginInfo]:
         with self._lock:

@@ -5,6 +5,11 @@ compiled from the ``.py`` file and never from a cached ``.pyc``: two saves of
 the same size within one second must both take effect. Each local plugin lives
 under the ``nia_local_plugins`` package, so its modules (and only its modules)
 can be dropped from :data:`sys.modules` for a reload.
+
+Plugins installed in editable mode (``pip install -e``) are under development
+too: :class:`EditableSourceFinder` makes their packages compile from source as
+well, and :func:`editable_packages` finds their source folders from each
+distribution's ``direct_url.json``.
 """
 
 from __future__ import annotations
@@ -12,12 +17,18 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import json
 import sys
 import threading
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:  # importing it costs every `nia` call; only nia dev needs it, and passes entry points in
+    import importlib_metadata
 
 PACKAGE = "nia_local_plugins"
 
@@ -113,8 +124,138 @@ def import_local(name: str, path: Path) -> Any:
 
 def drop_modules(name: str) -> list[str]:
     """Remove the plugin's module and submodules (and nothing else) from :data:`sys.modules`."""
-    prefix = module_name(name)
-    dropped = [m for m in list(sys.modules) if m == prefix or m.startswith(prefix + ".")]
-    for module in dropped:
-        del sys.modules[module]
-    return dropped
+    return list(take_modules(module_name(name)))
+
+
+def take_modules(prefix: str) -> dict[str, types.ModuleType]:
+    """Remove module ``prefix`` and its submodules from :data:`sys.modules`; return them for a rollback."""
+    taken = {m: sys.modules[m] for m in list(sys.modules) if m == prefix or m.startswith(prefix + ".")}
+    for module in taken:
+        sys.modules.pop(module, None)
+    return taken
+
+
+def restore_modules(prefix: str, modules: dict[str, types.ModuleType]) -> None:
+    """Put back what :func:`take_modules` took, dropping whatever was imported since under ``prefix``."""
+    take_modules(prefix)
+    sys.modules.update(modules)
+    parent = sys.modules.get(prefix.rpartition(".")[0]) if "." in prefix else None
+    own = modules.get(prefix)
+    if parent is not None and own is not None:
+        setattr(parent, prefix.rpartition(".")[2], own)
+
+
+# -- editable installs ------------------------------------------------------------------
+
+
+class EditableSourceFinder(importlib.abc.MetaPathFinder):
+    """Swaps in :class:`SourceOnlyLoader` for the packages of editable-installed plugins.
+
+    It asks the finders after it (the path finder, setuptools' editable
+    finder...) where a module is, and only changes how its code is loaded, so
+    it works for every editable layout.
+    """
+
+    def __init__(self) -> None:
+        self.packages: set[str] = set()
+        self._busy = threading.local()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname.partition(".")[0] not in self.packages or getattr(self._busy, "active", False):
+            return None
+        self._busy.active = True
+        try:
+            spec = _find_after(self, fullname, path, target)
+        finally:
+            self._busy.active = False
+        if spec is not None and spec.origin and type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = SourceOnlyLoader(fullname, spec.origin)
+        return spec
+
+
+def _find_after(
+    finder: object, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None
+) -> importlib.machinery.ModuleSpec | None:
+    meta_path = list(sys.meta_path)
+    for other in meta_path[meta_path.index(finder) + 1 :] if finder in meta_path else meta_path:
+        find_spec = getattr(other, "find_spec", None)
+        if find_spec is None:
+            continue
+        spec = find_spec(fullname, path, target)
+        if spec is not None:
+            return spec  # type: ignore[no-any-return]
+    return None
+
+
+EDITABLE_FINDER = EditableSourceFinder()
+
+
+def compile_from_source(packages: Iterable[str]) -> EditableSourceFinder:
+    """From now on, import these top-level packages (and their submodules) from source only."""
+    EDITABLE_FINDER.packages.update(packages)
+    if EDITABLE_FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, EDITABLE_FINDER)
+    return EDITABLE_FINDER
+
+
+@dataclass
+class EditablePackage:
+    """A top-level package of an editable-installed distribution that declares nia plugins."""
+
+    package: str
+    distribution: str
+    project: Path
+    """The project folder the distribution was installed from (``direct_url.json``)."""
+    root: Path
+    """The package's source: its folder, or its ``.py`` file for a single module."""
+    plugins: list[str] = field(default_factory=list)
+    """Entry-point names (plugin names) whose module lives in this package."""
+
+
+def editable_project(dist: Any) -> Path | None:
+    """The project folder of an editable install, from ``direct_url.json`` (PEP 610), else ``None``."""
+    try:
+        text = dist.read_text("direct_url.json")
+        data = json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not (data.get("dir_info") or {}).get("editable"):
+        return None
+    url = urlparse(str(data.get("url", "")))
+    if url.scheme != "file":
+        return None
+    return Path(unquote(url.path)).resolve()
+
+
+def package_root(package: str, project: Path) -> Path:
+    """Where ``package``'s source lives (without importing it); the project folder if unknown."""
+    try:
+        spec = _find_after(EDITABLE_FINDER, package, None, None)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None:
+        if spec.submodule_search_locations:
+            return Path(next(iter(spec.submodule_search_locations))).resolve()
+        if spec.origin and spec.origin not in ("built-in", "frozen"):
+            return Path(spec.origin).resolve()
+    return project
+
+
+def editable_packages(entry_points: Iterable[importlib_metadata.EntryPoint]) -> list[EditablePackage]:
+    """The packages of editable-installed distributions among ``entry_points``, one per top-level package."""
+    found: dict[str, EditablePackage] = {}
+    for entry_point in entry_points:
+        dist = entry_point.dist
+        project = editable_project(dist) if dist is not None else None
+        if dist is None or project is None:
+            continue
+        package = entry_point.module.partition(".")[0]
+        editable = found.get(package)
+        if editable is None:
+            root = package_root(package, project)
+            editable = found[package] = EditablePackage(package, dist.name, project, root)
+        if entry_point.name not in editable.plugins:
+            editable.plugins.append(entry_point.name)
+    return list(found.values())

@@ -141,3 +141,16 @@ def test_corrupt_snapshot_data_is_a_clear_error():
         Snapshot.from_json("{nope")
     with pytest.raises(CorruptSnapshot, match="acme/a"):
         Snapshot.from_dict({"acme/a": {"value": 3}})
+
+
+def test_withdraw_removes_location_local_contributions_and_notifies():
+    registry = SystemContextRegistry()
+    view = registry.open(HERE)
+    view.register("local.a", producer(const("acme/a", 1)))
+    view.register("local.b", producer(const("acme/b", 1)))
+    notified = []
+    view.on_change(lambda: notified.append(1))
+    assert view.withdraw("local.a", "missing") == ["local.a"]
+    assert view.assemble().context.keys == ("acme/b",)
+    assert notified == [1]
+    assert view.withdraw("missing") == [] and notified == [1]

@@ -130,3 +130,20 @@ def test_unknown_timezone_marks_the_date_plugin_broken_and_others_keep_working(t
     assert "nia/date" not in assembly.context.keys
     assert "nia/environment" in assembly.context.keys
     assert "Mars/Olympus" in (host.plugins["nia-date"].error or "")
+
+
+def test_a_location_hook_that_raises_on_replay_leaves_nothing_registered(tmp_path):
+    host = PluginHost()
+    view = host.open(locate(tmp_path))
+
+    def opened(location, context):
+        raise RuntimeError("cannot start watcher")
+
+    module = plugin_module(
+        "flaky", nia_location_opened=opened, nia_context_sources=lambda: [const_source("flaky/a", 1)]
+    )
+    info = host.register(module, PluginInfo("flaky", "local file"))
+    assert info.error is not None
+    assert info.error.startswith("nia_location_opened raised RuntimeError: cannot start watcher (")
+    assert not host.pm.has_plugin("flaky")
+    assert host.assemble(view).context.keys == ()

@@ -1,0 +1,279 @@
+"""``nia dev``: watch the plugins under development and show what the next boundary would say."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from nia_core.cli.app import App
+from nia_core.cli.main import cli
+from nia_core.context import ReplacementBlocked, ReplacementReady, Unchanged, Updated
+from nia_core.context.system import Reconciliation
+
+if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
+    from nia_core.host.reload import Baseline, DevSession, ReloadResult
+    from nia_core.host.watch import Batch, ChangeWatcher
+
+MARKS = {"added": "+", "updated": "~", "removed": "-"}
+
+
+@cli.command()
+@click.option(
+    "--location",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="The working directory to assemble for (default: the current one).",
+)
+@click.option(
+    "--plugins-dir",
+    "plugins_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="Also load (and watch) local plugins from this folder (repeatable).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line, for editor integrations.")
+@click.option(
+    "--poll",
+    is_flag=True,
+    help="Poll for changes instead of relying on file events (network mounts, WSL); "
+    "WATCHFILES_FORCE_POLLING=1 does the same.",
+)
+@click.option("--step-ms", type=click.IntRange(1), default=None, hidden=True)
+@click.option("--debounce-ms", type=click.IntRange(1), default=None, hidden=True)
+@click.option("--settle-ms", type=click.IntRange(0), default=None, hidden=True)
+@click.pass_context
+def dev(
+    ctx: click.Context,
+    location: str | None,
+    plugins_dirs: tuple[str, ...],
+    as_json: bool,
+    poll: bool,
+    step_ms: int | None,
+    debounce_ms: int | None,
+    settle_ms: int | None,
+) -> None:
+    """Live reload while developing a plugin.
+
+    Prints the baseline once, then watches the local plugin folders, the
+    plugins installed in editable mode and .nia/project.toml. After each save
+    it reloads only the plugins that changed and prints what the next safe
+    boundary would tell the model: Unchanged, each source added, updated or
+    removed with its text, or a baseline replacement. A plugin that fails to
+    reload is reported with file and line, and its previous version stays
+    loaded. Ctrl-C stops.
+    """
+    app = App.of(ctx)
+    if not app.debug:
+        # nia dev reports plugin problems itself, once per change, not at every assembly.
+        for name in ("nia.registry", "nia.host", "nia.context"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    printer = JsonPrinter() if as_json else TextPrinter()
+    from nia_core.host.reload import DevSession
+    from nia_core.host.watch import ChangeWatcher, WatchSettings
+
+    tuning = {"step_ms": step_ms, "debounce_ms": debounce_ms, "settle_ms": settle_ms}
+    settings = WatchSettings(poll=True if poll else None, **{k: v for k, v in tuning.items() if v is not None})
+    try:
+        session = DevSession.open(
+            app.locate(location), plugins_dirs=(*app.plugins_dirs, *plugins_dirs), flags=app.flags
+        )
+        printer.baseline(session, session.start())
+        watch(session, ChangeWatcher(session.watch_roots, session.relevant, settings), printer, debug=app.debug)
+    except KeyboardInterrupt:
+        pass
+    printer.stopped()
+
+
+def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debug: bool = False) -> None:
+    """Reload after each batch of changes until interrupted; one reload at a time."""
+    try:
+        watcher.start()
+        watcher.ready.wait(10)
+        # Anything saved between loading and the watcher starting is caught by this full check.
+        reload(session, None, printer, debug=debug)
+        printer.watching(watcher)
+        while True:
+            batch = watcher.next_batch(timeout=0.5)
+            if batch is None or batch:
+                reload(session, batch, printer, debug=debug)
+    finally:
+        watcher.stop()
+        session.close()
+
+
+def reload(session: DevSession, batch: Batch, printer: Printer, *, debug: bool) -> None:
+    try:
+        result = session.reload(batch)
+    except Exception as exc:  # the watcher never dies on a plugin's error
+        if debug:
+            raise
+        printer.crash(exc)
+        return
+    if result is not None:
+        printer.result(result)
+
+
+class Printer:
+    def baseline(self, session: DevSession, baseline: Baseline) -> None:
+        raise NotImplementedError
+
+    def watching(self, watcher: ChangeWatcher) -> None:
+        raise NotImplementedError
+
+    def result(self, result: ReloadResult) -> None:
+        raise NotImplementedError
+
+    def crash(self, exc: Exception) -> None:
+        raise NotImplementedError
+
+    def stopped(self) -> None:
+        raise NotImplementedError
+
+
+def _display(path: str | Path) -> str:
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+class TextPrinter(Printer):
+    """Human-readable output: the baseline once, then one block per change."""
+
+    def baseline(self, session: DevSession, baseline: Baseline) -> None:
+        keys = [key for key, _ in baseline.generation.parts]
+        click.secho(f"Baseline ({len(keys)} sources: {', '.join(keys) or 'none'})", bold=True)
+        click.echo(baseline.generation.baseline)
+        for error in baseline.errors:
+            click.secho(f"Error: {error}", fg="red", err=True)
+        reported = {error.plugin for error in baseline.errors}
+        for info in session.host.infos():
+            if info.error and info.name not in reported:
+                click.secho(f"Error: plugin {info.name!r}: {info.error}", fg="red", err=True)
+        if baseline.unavailable:
+            click.echo("Warning: unavailable, shown without them: " + ", ".join(baseline.unavailable), err=True)
+
+    def watching(self, watcher: ChangeWatcher) -> None:
+        how = "Polling" if watcher.polling else "Watching"
+        if watcher.watching:
+            folders = ", ".join(_display(p) for p in watcher.watching)
+            click.secho(f"\n{how} {folders} for changes (Ctrl-C to stop)", dim=True)
+        else:
+            click.secho(f"\n{how} for .nia/plugins/ to appear (or pass --plugins-dir) (Ctrl-C to stop)", dim=True)
+
+    def result(self, result: ReloadResult) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        what = [f"reloaded {', '.join(result.reloaded)}"] if result.reloaded else []
+        what += [f"loaded {', '.join(result.loaded)}"] if result.loaded else []
+        what += [f"unloaded {', '.join(result.unloaded)}"] if result.unloaded else []
+        failed = sorted({e.plugin for e in result.errors if e.plugin})
+        what += [f"{', '.join(failed)} failed to reload"] if failed else []
+        what += ["config changed"] if not what and any(e.plugin is None for e in result.errors) else []
+        files = ", ".join(_display(p) for p in result.paths[:3]) + (" ..." if len(result.paths) > 3 else "")
+        head = f"\n[{stamp}] {files or 'check'}"
+        click.secho(f"{head}: {'; '.join(what) or 'no plugin code changed'} ({result.seconds * 1000:.0f} ms)", dim=True)
+        for error in result.errors:
+            click.secho(f"Error: {error}", fg="red")
+        for problem in result.problems:
+            click.secho(f"Error: {problem}", fg="red")
+        _print_outcome(result.outcome)
+
+    def crash(self, exc: Exception) -> None:
+        click.secho(f"Error: reload failed: {type(exc).__name__}: {exc} (still watching)", fg="red")
+
+    def stopped(self) -> None:
+        click.echo("Stopped.", err=True)
+
+
+def _print_outcome(outcome: Reconciliation | None) -> None:
+    if outcome is None:
+        click.echo("(not reconciled: see the error above)")
+    elif isinstance(outcome, Unchanged):
+        click.echo("Unchanged")
+    elif isinstance(outcome, Updated):
+        count = len(outcome.changes)
+        click.secho(f"Update ({count} {'change' if count == 1 else 'changes'}):", bold=True)
+        for change in outcome.changes:
+            click.secho(f"{MARKS[change.kind]} {change.kind} {change.key}", bold=True)
+            click.echo(change.text)
+    elif isinstance(outcome, ReplacementReady):
+        click.secho(f"Replacement ({outcome.reason}); the new baseline:", bold=True)
+        click.echo(outcome.generation.baseline)
+    elif isinstance(outcome, ReplacementBlocked):
+        click.secho(
+            f"Replacement needed ({outcome.reason}) but blocked on: {', '.join(outcome.keys)}; the baseline stays",
+            bold=True,
+        )
+
+
+class JsonPrinter(Printer):
+    """One JSON object per line: ``baseline``, ``watching``, ``reload``, ``error``, ``stopped``."""
+
+    def emit(self, payload: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+    def baseline(self, session: DevSession, baseline: Baseline) -> None:
+        self.emit(
+            {
+                "event": "baseline",
+                "baseline": baseline.generation.baseline,
+                "sources": [key for key, _ in baseline.generation.parts],
+                "unavailable": list(baseline.unavailable),
+                "errors": [e.to_json() for e in baseline.errors],
+                "plugins": {
+                    info.name: {"origin": info.origin, "enabled": info.enabled, "error": info.error}
+                    for info in session.host.infos()
+                },
+            }
+        )
+
+    def watching(self, watcher: ChangeWatcher) -> None:
+        self.emit({"event": "watching", "paths": [str(p) for p in watcher.watching], "polling": watcher.polling})
+
+    def result(self, result: ReloadResult) -> None:
+        self.emit(
+            {
+                "event": "reload",
+                "paths": list(result.paths),
+                "reloaded": list(result.reloaded),
+                "loaded": list(result.loaded),
+                "unloaded": list(result.unloaded),
+                "errors": [error.to_json() for error in result.errors],
+                "problems": list(result.problems),
+                "result": outcome_json(result.outcome),
+                "ms": round(result.seconds * 1000, 2),
+            }
+        )
+
+    def crash(self, exc: Exception) -> None:
+        from nia_core.host.reload import ReloadError
+
+        error = ReloadError(None, f"reload failed: {type(exc).__name__}: {exc}")
+        self.emit({"event": "error", "error": error.to_json()})
+
+    def stopped(self) -> None:
+        self.emit({"event": "stopped"})
+
+
+def outcome_json(outcome: Reconciliation | None) -> dict[str, Any] | None:
+    """A reconcile result as JSON (``kind``: unchanged, updated, replacement, replacement-blocked)."""
+    if outcome is None:
+        return None
+    if isinstance(outcome, Unchanged):
+        return {"kind": "unchanged"}
+    if isinstance(outcome, Updated):
+        return {
+            "kind": "updated",
+            "text": outcome.text,
+            "changes": [{"key": c.key, "kind": c.kind, "text": c.text} for c in outcome.changes],
+        }
+    if isinstance(outcome, ReplacementReady):
+        return {"kind": "replacement", "reason": outcome.reason, "baseline": outcome.generation.baseline}
+    return {"kind": "replacement-blocked", "reason": outcome.reason, "keys": list(outcome.keys)}
