@@ -32,6 +32,7 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     assembly = host.assemble(view)
     result = replace(assembly.context, EMPTY_SNAPSHOT, timeout=host.timeout)
     assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks
+    host.report_observations(assembly, result.observations)  # names the plugin of a hung loader; --strict fails
     generation = result.generation
     sizes = {key: len(text.encode()) for key, text in generation.parts}
     unavailable = [o.key for o in result.observations if not o.available]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,8 @@ class NiaGroup(click.Group):
     """Resolves commands from plugins (and other dynamic providers) on demand."""
 
     dynamic_providers: list[DynamicCommands] = []
+    lazy_commands: dict[str, tuple[str, str]] = {}
+    """Built-in command name -> (module that registers it, short help for ``--help``)."""
 
     def _dynamic(self, ctx: click.Context) -> dict[str, click.Command]:
         cache = ctx.meta.setdefault("nia.dynamic", None)
@@ -41,14 +44,33 @@ class NiaGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(super().list_commands(ctx))
+        names.update(self.lazy_commands)
         names.update(self._dynamic(ctx))
         return sorted(names)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in self.lazy_commands:
+            importlib.import_module(self.lazy_commands[cmd_name][0])
+            command = super().get_command(ctx, cmd_name)
         if command is not None:
             return command
         return self._dynamic(ctx).get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Like click's, but built-in commands are described without importing them."""
+        rows = []
+        limit = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
+        for name in self.list_commands(ctx):
+            if name not in self.commands and name in self.lazy_commands:
+                rows.append((name, self.lazy_commands[name][1]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from nia_core import __version__
 from nia_core.cli.app import App
-from nia_core.cli.group import NiaGroup, configure_logging
+from nia_core.cli.group import NiaGroup
+from nia_core.cli.logs import configure_logging
 
-COMMAND_MODULES = ("context",)
-"""Modules under ``nia_core.cli`` that add their commands to :data:`cli`."""
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "context": ("nia_core.cli.context", "Inspect the system context nia assembles."),
+    "session": ("nia_core.cli.session", "Durable sessions: a stable baseline per context epoch."),
+    "dev": ("nia_core.cli.dev", "Live-reload plugins under development and show what changes."),
+    "plugins": ("nia_core.cli.plugins", "List, install, switch on and off nia plugins."),
+    "plugin": ("nia_core.cli.plugins", "Create a new plugin package from the template."),
+    "workflows": ("nia_core.cli.workflows", "The workflows defined in .nia/commands.toml."),
+    "db": ("nia_core.cli.db", "Migrate and check the session database (NIA_DB)."),
+}
+"""Built-in commands: name -> (module that adds it to :data:`cli`, short help).
+
+Imported only when the command runs, so ``nia --help`` and every command pay
+for their own imports only.
+"""
 
 
 @click.group(cls=NiaGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,7 +44,9 @@ COMMAND_MODULES = ("context",)
 )
 @click.option("--strict", is_flag=True, help="Turn any plugin failure into an error.")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, plugin_flags: tuple[str, ...], plugins_dirs: tuple[str, ...], strict: bool) -> None:
+def cli(
+    ctx: click.Context, debug: bool, plugin_flags: tuple[str, ...], plugins_dirs: tuple[str, ...], strict: bool
+) -> None:
     """nia assembles the system context of AI coding agents from plugins.
 
     It keeps the first rendering of the context (the baseline) byte-for-byte
@@ -47,8 +60,7 @@ def cli(ctx: click.Context, debug: bool, plugin_flags: tuple[str, ...], plugins_
     configure_logging(app.debug)
 
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(f"nia_core.cli.{_module}")
+NiaGroup.lazy_commands = COMMAND_MODULES
 
 
 def plugin_commands(ctx: click.Context) -> dict[str, click.Command]:
@@ -60,7 +72,14 @@ def plugin_commands(ctx: click.Context) -> dict[str, click.Command]:
     return dict(holder.commands)
 
 
-NiaGroup.dynamic_providers.append(plugin_commands)
+def workflow_commands(ctx: click.Context) -> dict[str, click.Command]:
+    """One command group per target in ``.nia/commands.toml``."""
+    from nia_core.cli.workflows import workflow_commands as from_commands_toml
+
+    return from_commands_toml(ctx)
+
+
+NiaGroup.dynamic_providers += [plugin_commands, workflow_commands]
 
 
 def main() -> None:

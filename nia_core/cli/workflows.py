@@ -16,9 +16,7 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.group import NiaGroup
 from nia_core.cli.main import cli
-from nia_core.cli.session import SessionBlocked, host_context, host_providers, opened
 from nia_core.context import Location, initialize
 from nia_core.errors import NiaError, UsageError
 from nia_core.project import translog
@@ -33,7 +31,6 @@ from nia_core.project.config import (
 from nia_core.project.toml import ConfigError
 from nia_core.project.workflow import Workflow, assemble_workflow
 from nia_core.providers.base import DEFAULT_MODEL
-from nia_core.sessions import Blocked, Replied, run_turn
 
 """Exit status of a workflow run without ``--print-prompt`` until sessions are wired in: assembled, not sent."""
 
@@ -188,6 +185,9 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
     Every boundary composes the workflow's sections in front of the plugins'
     sources, so the baseline is exactly what ``--print-prompt`` shows.
     """
+    from nia_core.cli.session import SessionBlocked, host_context, host_providers, opened
+    from nia_core.sessions import Blocked, Replied, run_turn
+
     where = str(workflow.location.path)
     providers = host_providers(app, where)
     context_for = workflow.context_for(host_context(app))
@@ -308,6 +308,3 @@ def workflow_commands(ctx: click.Context) -> dict[str, click.Command]:
             raise
         return {name: _broken(name, error) for name in names}
     return {target.name: _target_group(target) for target in commands.targets}
-
-
-NiaGroup.dynamic_providers.append(workflow_commands)

@@ -9,7 +9,6 @@ loop on its own thread. Used for loaders and for registry producers.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
 import threading
@@ -83,6 +82,8 @@ class _Round:
             try:
                 value = calls[index]()
                 if type(value) not in _PLAIN and inspect.isawaitable(value):
+                    import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import
+
                     value = asyncio.run(_await(value))
             except Exception as exc:  # noqa: BLE001 - reported to the caller, never raised
                 settle(index, Outcome("error", None, exc, clock() - begun))
@@ -90,6 +91,8 @@ class _Round:
                 settle(index, Outcome("ok", value, None, clock() - begun))
 
     def async_worker(self) -> None:
+        import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import
+
         async def one(index: int) -> None:
             started = self.started[index] = time.monotonic()
             try:

@@ -7,20 +7,27 @@ reported and skipped while the rest load (``strict`` makes it an error).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import importlib_metadata
-
-from nia_core.host.host import PluginHost
+from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
+from nia_core.errors import InvalidSourceKey
+from nia_core.host import epcache
+from nia_core.host.epcache import EntryPointRecord
+from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.localimport import import_local, module_name
 from nia_core.host.plugin import PluginInfo
 
+if TYPE_CHECKING:
+    import importlib_metadata
+
 ENTRY_POINT_GROUP = "nia"
+log = logging.getLogger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
@@ -32,6 +39,8 @@ class Selection:
     disable_all_third_party: bool = False
     only: set[str] | None = None
     """From ``NIA_LOAD_PLUGINS``: only these third-party plugins load (built-ins still do)."""
+    disabled_by: dict[str, str] = field(default_factory=dict)
+    """Name → the switch that turned it off, for ``nia plugins list``."""
 
     @classmethod
     def from_sources(
@@ -47,23 +56,34 @@ class Selection:
             if name == "*":
                 selection.disable_all_third_party = True
             else:
-                selection.disabled.add(name)
+                selection._disable(name, "NIA_DISABLE_PLUGINS")
         if "NIA_LOAD_PLUGINS" in env:
             selection.only = set(_split(env["NIA_LOAD_PLUGINS"]))
         for flag in flags:
             if flag.startswith("no:"):
-                selection.disabled.add(flag[3:])
-        selection.disabled.update(config_disabled)
+                selection._disable(flag[3:], f"-p {flag}")
+        for name in config_disabled:
+            selection._disable(name, "[plugins] disabled in .nia/project.toml")
         return selection
 
+    def _disable(self, name: str, why: str) -> None:
+        self.disabled.add(name)
+        self.disabled_by.setdefault(name, why)
+
     def allows(self, name: str, *, builtin: bool) -> bool:
+        return self.reason(name, builtin=builtin) is None
+
+    def reason(self, name: str, *, builtin: bool) -> str | None:
+        """Why ``name`` may not load, or ``None`` when it may."""
         if name in self.disabled:
-            return False
+            return self.disabled_by.get(name, "disabled")
         if builtin:
-            return True
+            return None
         if self.disable_all_third_party:
-            return False
-        return self.only is None or name in self.only
+            return "NIA_DISABLE_PLUGINS=*"
+        if self.only is not None and name not in self.only:
+            return "not in NIA_LOAD_PLUGINS"
+        return None
 
 
 def _split(value: str) -> list[str]:
@@ -71,21 +91,52 @@ def _split(value: str) -> list[str]:
 
 
 def _one_line(exc: BaseException) -> str:
+    """The exception on one line, with the file and line it came from."""
     if isinstance(exc, SyntaxError):
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
         return f"syntax error at {where}: {exc.msg}"
-    frames = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
     where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    return " ".join(f"{type(exc).__name__}: {exc}".split()) + where
 
 
-def _namespace(plugin: object) -> str | None:
+def _namespace(plugin: object, info: PluginInfo) -> str | None:
+    """The plugin's declared ``NIA_NAMESPACE``; raises ``ValueError`` when it cannot be one."""
     namespace = getattr(plugin, "NIA_NAMESPACE", None)
-    return namespace if isinstance(namespace, str) else None
+    if namespace is None:
+        return None
+    if not isinstance(namespace, str):
+        raise ValueError(f"NIA_NAMESPACE must be a string, not {type(namespace).__name__}")
+    try:
+        validate_key(f"{namespace}/x")
+    except InvalidSourceKey:
+        raise ValueError(
+            f"NIA_NAMESPACE {namespace!r} is not a key namespace (lowercase letters, digits, '-', '_', '.')"
+        ) from None
+    if namespace == RESERVED_NAMESPACE and info.origin != "built-in":
+        raise ValueError(f"NIA_NAMESPACE {namespace!r} is reserved for nia's built-in plugins")
+    return namespace
+
+
+def _unknown_hooks(host: PluginHost, plugin: object) -> list[str]:
+    """Hooks the plugin implements that no hookspec declares (a typo, most likely)."""
+    unknown = []
+    for caller in host.pm.get_hookcallers(plugin) or []:
+        if caller.has_spec():
+            continue
+        impls = [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
+        if any(not impl.optionalhook for impl in impls):
+            unknown.append(caller.name)
+    return sorted(unknown)
 
 
 def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority: int | None = None) -> PluginInfo:
-    """Import with ``load()`` and register; any failure marks the plugin broken."""
+    """Import with ``load()`` and register; any failure marks the plugin broken.
+
+    Broken means: it failed to import, declares an unusable ``NIA_NAMESPACE``,
+    has a hook implementation pluggy rejects (pluggy >= 1.7 then leaves
+    nothing of it registered), or implements a hook nia does not have.
+    """
     try:
         plugin = load()
     except Exception as exc:  # noqa: BLE001 - isolation: report and go on
@@ -94,9 +145,36 @@ def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority
     except SystemExit as exc:
         info.error = f"failed to import: SystemExit({exc.code})"
         return host.record(info)
-    info.namespace = info.namespace or _namespace(plugin)
+    try:
+        info.namespace = info.namespace or _namespace(plugin, info)
+    except ValueError as exc:
+        info.error = str(exc)
+        return host.record(info)
     info.version = info.version or getattr(plugin, "__version__", None)
-    return host.register(plugin, info, priority=priority)
+    registered = host.register(plugin, info, priority=priority)
+    if registered.error is None:
+        unknown = _unknown_hooks(host, plugin)
+        if unknown:
+            host.unregister(info.name)
+            info.hooks = []
+            info.error = f"implements {', '.join(unknown)}, which is not a nia hook (see docs/plugin_hooks.md)"
+            return host.record(info)
+    return registered
+
+
+def skip_taken_name(host: PluginHost, info: PluginInfo, existing: PluginInfo) -> None:
+    """Leave out a second plugin with a name already loaded; the first keeps its name and its entry."""
+
+    def where(i: PluginInfo) -> str:
+        return i.distribution or i.path or i.module or "?"
+
+    message = (
+        f"plugin {info.name!r} ({info.origin} from {where(info)}) left out: "
+        f"the name is taken by the {existing.origin} plugin from {where(existing)}"
+    )
+    if host.strict:
+        raise PluginError(message)
+    log.warning("%s", message)
 
 
 def load_builtins(host: PluginHost, selection: Selection) -> None:
@@ -104,36 +182,49 @@ def load_builtins(host: PluginHost, selection: Selection) -> None:
 
     for order, (name, module) in enumerate(BUILTINS.items()):
         info = PluginInfo(name, "built-in", module=module, version=_nia_version())
-        if not selection.allows(name, builtin=True):
+        why = selection.reason(name, builtin=True)
+        if why is not None:
             info.enabled = False
+            info.disabled_by = why
             host.record(info)
             continue
         register_imported(host, info, lambda module=module: importlib.import_module(module), priority=order)
 
 
 def iter_entry_points() -> Iterator[importlib_metadata.EntryPoint]:
+    import importlib_metadata
+
     yield from importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
-def load_entry_points(host: PluginHost, selection: Selection) -> None:
-    for entry_point in iter_entry_points():
-        dist = entry_point.dist
+def entry_point_records() -> list[EntryPointRecord]:
+    """The installed ``nia`` entry points, from the scan cache when nothing installed has changed."""
+    return epcache.scan(ENTRY_POINT_GROUP)
+
+
+def load_entry_points(
+    host: PluginHost, selection: Selection, records: Iterable[EntryPointRecord] | None = None
+) -> None:
+    """Load each entry point on its own: a plugin pack's entry points are separate plugins."""
+    found = entry_point_records() if records is None else list(records)
+    for record in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
         info = PluginInfo(
-            entry_point.name,
+            record.name,
             "entry point",
-            module=entry_point.module,
-            distribution=dist.name if dist is not None else None,
-            version=dist.version if dist is not None else None,
+            module=record.module,
+            distribution=record.distribution,
+            version=record.version,
         )
-        if entry_point.name in host.plugins:
-            info.error = f"plugin name already used by {host.plugins[entry_point.name].origin} plugin"
-            host.record(info)
+        if record.name in host.plugins:
+            skip_taken_name(host, info, host.plugins[record.name])
             continue
-        if not selection.allows(entry_point.name, builtin=False):
+        why = selection.reason(record.name, builtin=False)
+        if why is not None:
             info.enabled = False
+            info.disabled_by = why
             host.record(info)
             continue
-        register_imported(host, info, entry_point.load)
+        register_imported(host, info, record.load)
 
 
 def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
@@ -157,12 +248,12 @@ def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) 
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
             existing = host.plugins.get(name)
             if existing is not None and existing.path != str(path):
-                where = existing.path or existing.module
-                info.error = f"plugin name already used by {existing.origin} plugin ({where})"
-                host.record(info)
+                skip_taken_name(host, info, existing)
                 continue
-            if not selection.allows(name, builtin=False):
+            why = selection.reason(name, builtin=False)
+            if why is not None:
                 info.enabled = False
+                info.disabled_by = why
                 host.record(info)
                 continue
             register_imported(host, info, lambda name=name, path=path: import_local(name, path))

@@ -18,6 +18,8 @@ class PluginInfo:
     distribution: str | None = None
     namespace: str | None = None
     enabled: bool = True
+    disabled_by: str | None = None
+    """The switch that turned it off (``NIA_DISABLE_PLUGINS``, ``-p no:NAME``, project config)."""
     error: str | None = None
     hooks: list[str] = field(default_factory=list)
     source_keys: list[str] = field(default_factory=list)

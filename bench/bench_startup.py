@@ -1,0 +1,196 @@
+"""``nia --help`` start-up with 0, 20 and 200 extra installed distributions, cached and not.
+
+Run: ``python bench/bench_startup.py [--runs 9]``. Builds a temporary venv with nia
+(from a copy of this checkout) and its dependencies, then adds tiny fake
+distributions to it (one in ten is a nia plugin, the rest declare a console
+script, as ordinary packages do). Prints one table, in milliseconds:
+
+- ``python -c 'import click'``: the floor for any click command line;
+- ``nia --help, no cache`` / ``cached``: the whole ``nia --help`` process, with
+  ``NIA_NO_CACHE=1`` and with the entry-point scan cache warm (median / best of the runs);
+- ``import importlib_metadata`` and ``entry_points()``: what an uncached scan costs a fresh
+  process, in two parts; ``cached scan``: reading and checking the cache file instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+COUNTS = (0, 20, 200)
+PLUGIN_EVERY = 10
+PAST = time.time() - 3600
+
+PLUGIN = """\
+from nia_core import ContextSource, hookimpl
+
+NIA_NAMESPACE = "{namespace}"
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="{namespace}/x", load=lambda: 1, baseline=lambda v: "x is " + str(v))]
+"""
+
+# Each scan figure comes from a fresh process: what a cold ``nia`` pays for it.
+SCAN_UNCACHED = """\
+import time
+started = time.perf_counter()
+import importlib_metadata
+imported = time.perf_counter()
+found = list(importlib_metadata.entry_points(group="nia"))
+print((imported - started) * 1000, (time.perf_counter() - imported) * 1000, len(found))
+"""
+
+SCAN_CACHED = """\
+import importlib.util, os, sys, time
+package = os.path.dirname(importlib.util.find_spec("nia_core").origin)  # found, not imported
+spec = importlib.util.spec_from_file_location("epcache", os.path.join(package, "host", "epcache.py"))
+epcache = sys.modules["epcache"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(epcache)  # the cache module alone: stdlib only
+started = time.perf_counter()
+found = epcache.scan("nia")
+print(0, (time.perf_counter() - started) * 1000, len(found))
+"""
+
+ENTRY = "import sys\nfrom nia_core.cli import main\nsys.exit(main())\n"
+
+
+def sh(*command: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    if result.returncode != 0:
+        sys.exit(f"failed: {' '.join(map(str, command))}\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def make_venv(work: Path) -> tuple[Path, Path]:
+    """A venv of its own (no system site-packages) holding nia, built from a copy of the checkout."""
+    source = work / "nia-src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
+    ignore = shutil.ignore_patterns("__pycache__", "build", "*.egg-info")
+    for name in ("nia_core", "nia_plugins", "plugin-template"):
+        shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=ignore)
+    venv = work / "venv"
+    sh(sys.executable, "-m", "venv", "--without-pip", venv)
+    python = venv / "bin" / "python"
+    sh(sys.executable, "-m", "pip", "--python", python, "install", "-q", source)
+    site = Path(sh(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+    return python, site
+
+
+def add_distributions(site: Path, start: int, stop: int) -> None:
+    """Tiny distributions as pip leaves them: a package and a ``*.dist-info`` folder."""
+    for i in range(start, stop):
+        name = f"fake_dist_{i:03d}"
+        (site / name).mkdir()
+        plugin = i % PLUGIN_EVERY == PLUGIN_EVERY - 1
+        (site / name / "__init__.py").write_text(PLUGIN.format(namespace=f"fake{i:03d}") if plugin else "")
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 1.0\n")
+        points = f"[console_scripts]\n{name} = {name}:main\n"
+        if plugin:
+            points += f"\n[nia]\nfake-{i:03d} = {name}\n"
+        (info / "entry_points.txt").write_text(points)
+        (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    os.utime(site, (PAST, PAST))  # as if installed a while ago: the cache may trust the folder's mtime
+
+
+def process_ms(command: list[str | Path], env: dict[str, str], cwd: Path, runs: int) -> tuple[float, float]:
+    """Median and best wall time of whole processes (best is the steadier figure on a busy machine)."""
+    subprocess.run([str(c) for c in command], capture_output=True, env=env, cwd=cwd, check=True)  # warm-up
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([str(c) for c in command], capture_output=True, env=env, cwd=cwd, check=True)
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples), min(samples)
+
+
+def printed_ms(script: str, env: dict[str, str], cwd: Path, runs: int) -> tuple[float, float, int]:
+    """Medians of the two timings a script prints (import, call), and the count it prints with them."""
+    imports, calls, count = [], [], 0
+    for _ in range(runs):
+        imported, called, found = sh(env["NIA_BENCH_PYTHON"], "-c", script, env=env, cwd=cwd).split()
+        imports.append(float(imported))
+        calls.append(float(called))
+        count = int(found)
+    return statistics.median(imports), statistics.median(calls), count
+
+
+def measure(python: Path, work: Path, runs: int) -> dict[str, tuple[float, float]]:
+    scripts = work / "scripts"  # sys.path[0] of the nia process, as a console script's bin/ would be
+    scripts.mkdir(exist_ok=True)
+    entry = scripts / "nia_entry.py"
+    entry.write_text(ENTRY)
+    os.utime(scripts, (PAST, PAST))
+    project = work / "project"
+    (project / ".nia").mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NIA_", "PYTHON"))}
+    env["NIA_CACHE_DIR"] = str(work / "cache")
+    env["NIA_BENCH_PYTHON"] = str(python)
+    uncached = {**env, "NIA_NO_CACHE": "1"}
+    figures: dict[str, tuple[float, float]] = {
+        "click": process_ms([python, "-c", "import click"], env, project, runs),
+        "help_uncached": process_ms([python, entry, "--help"], uncached, project, runs),
+        "help_cached": process_ms([python, entry, "--help"], env, project, runs),
+    }
+    if not any((work / "cache").glob("entry-points-*.json")):
+        sys.exit("the entry-point cache was never written: the cached figures would be wrong")
+    imported, scanned, plugins = printed_ms(SCAN_UNCACHED, env, project, runs)
+    _, cached, cached_plugins = printed_ms(SCAN_CACHED, env, project, runs)
+    assert cached_plugins == plugins, (cached_plugins, plugins)
+    figures["scan"] = (imported, scanned)
+    figures["scan_cached"] = (cached, plugins)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9, help="process runs per figure (median)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nia-bench-startup-") as folder:
+        work = Path(folder)
+        print("building a venv with nia ...", file=sys.stderr)
+        python, site = make_venv(work)
+        base = len([p for p in site.iterdir() if p.name.endswith(".dist-info")])
+        rows = []
+        added = 0
+        for count in COUNTS:
+            add_distributions(site, added, count)
+            added = count
+            print(f"measuring with {count} extra distributions ...", file=sys.stderr)
+            rows.append((count, measure(python, work, args.runs)))
+    print(f"nia --help start-up in ms: processes median / best of {args.runs}; scans median, timed in-process")
+    print(f"(the venv holds nia and {base - 1} dependencies besides the extra distributions)")
+    print()
+    header = (
+        "| extra dists | nia plugins | python -c 'import click' | nia --help, no cache | nia --help, cached "
+        "| import importlib_metadata | entry_points() | cached scan |"
+    )
+    print(header)
+    print("|" + "|".join("-" * len(cell) for cell in header.split("|")[1:-1]) + "|")
+    for count, m in rows:
+        cells = [
+            f"{count}",
+            f"{m['scan_cached'][1]:.0f}",
+            *(f"{m[k][0]:.0f} / {m[k][1]:.0f}" for k in ("click", "help_uncached", "help_cached")),
+            f"{m['scan'][0]:.1f}",
+            f"{m['scan'][1]:.1f}",
+            f"{m['scan_cached'][0]:.2f}",
+        ]
+        widths = [len(h) - 2 for h in header.split("|")[1:-1]]
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)) + " |")
+
+
+if __name__ == "__main__":
+    main()

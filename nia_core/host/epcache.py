@@ -1,0 +1,197 @@
+"""A cache of the entry-point scan, so ``nia --help`` need not read every installed distribution.
+
+Scanning entry points imports ``importlib_metadata`` and opens the metadata
+of every distribution on ``sys.path``: the cost grows with what is installed,
+not with how many nia plugins there are. Its answer changes only when a
+distribution is installed, upgraded or removed, and each of those creates or
+deletes a ``*.dist-info`` folder, which changes the modification time of the
+``sys.path`` folder holding it. So the scan is cached per interpreter, keyed on
+``sys.path`` and each entry's modification time, plus the metadata files of
+the distributions that contributed a plugin (for edits made in place).
+``NIA_NO_CACHE=1`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("nia.host")
+
+CACHE_FORMAT = 1
+RACY_NS = 2_000_000_000
+"""A folder modified this recently may change again within the same clock tick: its mtime proves nothing yet."""
+VALUE_PATTERN = re.compile(r"^(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?$")
+
+
+@dataclass(frozen=True)
+class EntryPointRecord:
+    """One entry point as found by the scan: enough to list it and import it."""
+
+    name: str
+    value: str
+    group: str
+    distribution: str | None = None
+    version: str | None = None
+    metadata: str | None = None
+    """The distribution's metadata folder (``*.dist-info``), when known."""
+
+    @property
+    def module(self) -> str:
+        match = VALUE_PATTERN.match(self.value)
+        return match.group("module") if match else self.value
+
+    @property
+    def attr(self) -> str | None:
+        match = VALUE_PATTERN.match(self.value)
+        return match.group("attr") if match else None
+
+    def load(self) -> Any:
+        """Import the module and resolve the attribute path, like ``EntryPoint.load``."""
+        if VALUE_PATTERN.match(self.value) is None:
+            raise ValueError(f"entry point value {self.value!r} is not 'module' or 'module:attribute'")
+        target: Any = importlib.import_module(self.module)
+        for part in (self.attr or "").split("."):
+            if part:
+                target = getattr(target, part)
+        return target
+
+
+def cache_dir() -> Path:
+    """``NIA_CACHE_DIR``, else ``$XDG_CACHE_HOME/nia``, else ``~/.cache/nia``."""
+    explicit = os.environ.get("NIA_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "nia"
+
+
+def cache_enabled() -> bool:
+    return os.environ.get("NIA_NO_CACHE", "") in ("", "0")
+
+
+def cache_file(group: str) -> Path:
+    """One file per interpreter and group: another venv never reads this one's answer."""
+    identity = f"{sys.prefix}\0{sys.executable}\0{group}".encode()
+    return cache_dir() / f"entry-points-{hashlib.sha256(identity).hexdigest()[:16]}.json"
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path or os.curdir).st_mtime_ns
+    except OSError:
+        return None
+
+
+def path_key(paths: Sequence[str]) -> list[Any]:
+    """What must stay equal for the scan to be reused: interpreter, ``sys.path`` and their mtimes."""
+    return [CACHE_FORMAT, sys.version, sys.executable, [[p, _mtime(p)] for p in paths]]
+
+
+def scan_uncached(group: str) -> list[EntryPointRecord]:
+    """Ask ``importlib_metadata`` (first distribution on ``sys.path`` wins, as for imports)."""
+    import importlib_metadata
+
+    records = []
+    for entry_point in importlib_metadata.entry_points(group=group):
+        dist = entry_point.dist
+        metadata = getattr(dist, "_path", None)
+        records.append(
+            EntryPointRecord(
+                entry_point.name,
+                entry_point.value,
+                group,
+                dist.name if dist is not None else None,
+                dist.version if dist is not None else None,
+                str(metadata) if metadata is not None else None,
+            )
+        )
+    return sorted(records, key=_precedence(sys.path))
+
+
+def _precedence(paths: Sequence[str]) -> Any:
+    """Deterministic order: by ``sys.path`` position (as for imports), then distribution and name."""
+    positions: dict[str, int] = {}
+    for index, entry in enumerate(paths):
+        positions.setdefault(os.path.abspath(entry or os.curdir), index)
+
+    def key(record: EntryPointRecord) -> tuple[int, str, str]:
+        folder = os.path.dirname(record.metadata) if record.metadata else ""
+        return (positions.get(folder, len(positions)), (record.distribution or "").lower(), record.name)
+
+    return key
+
+
+def _watched_files(records: Sequence[EntryPointRecord]) -> list[list[Any]]:
+    folders = sorted({r.metadata for r in records if r.metadata})
+    files = [os.path.join(folder, name) for folder in folders for name in ("entry_points.txt", "METADATA", "PKG-INFO")]
+    return [[f, _mtime(f)] for f in files]
+
+
+def _read(path: Path, key: list[Any]) -> list[EntryPointRecord] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("key") != key:
+        return None
+    try:
+        if any(_mtime(name) != mtime for name, mtime in data["files"]):
+            return None
+        return [EntryPointRecord(**item) for item in data["entry_points"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _write(path: Path, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
+    data = {"key": key, "files": _watched_files(records), "entry_points": [asdict(r) for r in records]}
+    temporary = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".entry-points-", suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(temporary, path)
+    except OSError as exc:  # a read-only home is no reason to fail: the next run scans again
+        log.debug("entry-point cache not written to %s: %s", path, exc)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+def scan(group: str) -> list[EntryPointRecord]:
+    """The entry points of ``group``, from the cache when nothing installed has changed."""
+    if not cache_enabled():
+        return scan_uncached(group)
+    path = cache_file(group)
+    key = path_key(sys.path)
+    cached = _read(path, key)
+    if cached is not None:
+        return cached
+    records = scan_uncached(group)
+    if not _racy(key):
+        _write(path, key, records)
+    return records
+
+
+def _racy(key: list[Any]) -> bool:
+    now = time.time_ns()
+    return any(mtime is not None and now - mtime < RACY_NS for _path, mtime in key[-1])
+
+
+def forget(group: str) -> None:
+    """Drop the cached scan (after ``nia plugins install``, say)."""
+    with contextlib.suppress(OSError):
+        cache_file(group).unlink()

@@ -1,0 +1,111 @@
+"""Rendering the plugin template into a new plugin package (``nia plugin new``).
+
+The template is ``plugin-template/`` in nia's repository, a real package that
+installs and passes its tests as it is. nia ships it as package data
+(``nia_core/templates/plugin`` points at it), so a wheel install can render it
+too. Rendering swaps the template's own names for the new plugin's: its
+distribution and plugin name, its module, and its key namespace.
+"""
+
+from __future__ import annotations
+
+import keyword
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
+from nia_core.errors import InvalidSourceKey, NiaError, UsageError
+
+TEMPLATE_NAME = "nia-template-plugin"
+TEMPLATE_MODULE = "nia_template_plugin"
+TEMPLATE_NAMESPACE = "template-plugin"
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+SKIPPED_FOLDERS = {"__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git"}
+SKIPPED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
+TAKEN_MODULES = {"nia_core", "nia_plugins", "nia_local_plugins"}
+
+
+@dataclass(frozen=True)
+class PluginNames:
+    """The names a new plugin package is rendered with."""
+
+    name: str
+    """Distribution and plugin (entry point) name, e.g. ``acme-jira``."""
+    module: str
+    """Import name, e.g. ``acme_jira``."""
+    namespace: str
+    """Key namespace (``NIA_NAMESPACE``), e.g. ``jira`` for keys like ``jira/issues``."""
+
+    @classmethod
+    def from_name(cls, name: str, namespace: str | None = None) -> PluginNames:
+        """Derive the module and namespace from ``name``; raises :class:`UsageError` for unusable names."""
+        if not NAME_PATTERN.match(name):
+            raise UsageError(
+                f"plugin name {name!r} is not a package name: use letters, digits, '-', '_' and '.', "
+                "starting and ending with a letter or digit"
+            )
+        module = re.sub(r"[-.]+", "_", name.lower())
+        if not module.isidentifier() or keyword.iskeyword(module):
+            raise UsageError(f"plugin name {name!r} gives the module name {module!r}, which Python cannot import")
+        if module in TAKEN_MODULES:
+            raise UsageError(f"plugin name {name!r} gives the module name {module!r}, which nia itself uses")
+        if namespace is None:
+            lowered = name.lower()
+            namespace = lowered[len("nia-") :] if lowered.startswith("nia-") and len(lowered) > 4 else lowered
+        try:
+            validate_key(f"{namespace}/x")
+        except InvalidSourceKey:
+            raise UsageError(
+                f"namespace {namespace!r} is not a key namespace: lowercase letters, digits, '-', '_' and '.'"
+            ) from None
+        if namespace == RESERVED_NAMESPACE:
+            raise UsageError(f"namespace {namespace!r} is reserved for nia's built-in plugins")
+        return cls(name, module, namespace)
+
+
+def template_dir() -> Path:
+    """The bundled template (a symlink to ``plugin-template/`` in a checkout, a copy in a wheel)."""
+    folder = Path(__file__).resolve().parent / "templates" / "plugin"
+    if not (folder / "pyproject.toml").is_file():
+        raise NiaError(f"the plugin template is missing from this nia installation ({folder})")
+    return folder
+
+
+def _skipped(name: str) -> bool:
+    return name in SKIPPED_FOLDERS or name.endswith(SKIPPED_SUFFIXES)
+
+
+def template_files(template: Path) -> list[Path]:
+    """The template's files, relative to it, without caches and build output."""
+    found = []
+    for folder, folders, files in os.walk(template):
+        folders[:] = sorted(f for f in folders if not _skipped(f))
+        for name in sorted(files):
+            if not _skipped(name):
+                found.append((Path(folder) / name).relative_to(template))
+    return found
+
+
+def substitute(text: str, names: PluginNames) -> str:
+    """Swap the template's names for ``names`` (the longest first, so no name is swapped twice)."""
+    table = {TEMPLATE_NAME: names.name, TEMPLATE_MODULE: names.module, TEMPLATE_NAMESPACE: names.namespace}
+    pattern = re.compile("|".join(re.escape(token) for token in sorted(table, key=len, reverse=True)))
+    return pattern.sub(lambda match: table[match.group(0)], text)
+
+
+def render(target: Path, names: PluginNames, template: Path | None = None) -> list[Path]:
+    """Write a new plugin package into ``target``; refuses a folder that exists and is not empty."""
+    source = template or template_dir()
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise UsageError(f"{target} already exists; choose another --dir or remove it first")
+    written = []
+    for relative in template_files(source):
+        text = (source / relative).read_text(encoding="utf-8")
+        destination = target / substitute(str(relative), names)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_text(substitute(text, names), encoding="utf-8")
+        written.append(destination)
+    return written

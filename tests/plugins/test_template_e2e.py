@@ -1,0 +1,71 @@
+"""End to end: render the template, install it with nia (from a wheel) in a fresh venv, run its tests, see it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+JUNK = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".pytest_cache")
+
+
+def sh(*command: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run from ``cwd`` (never the checkout, whose nia_core would shadow the installed one)."""
+    result = subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, cwd=cwd, env=env, timeout=180, check=False
+    )
+    assert result.returncode == 0, f"{command}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
+    # nia as a user gets it: built into a wheel from a copy of the sources, so package data must carry the template.
+    source = tmp_path / "nia-src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
+    for name in ("nia_core", "nia_plugins", "plugin-template"):
+        shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=JUNK)
+    venv = tmp_path / "venv"
+    # --system-site-packages lends pip, pytest and nia's dependencies; nia itself is installed fresh below.
+    sh(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv, cwd=tmp_path)
+    python, nia = venv / "bin" / "python", venv / "bin" / "nia"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    sh(
+        python, "-m", "pip", "install", "-q", "setuptools>=70.1", cwd=tmp_path, env=env
+    )  # so builds need no isolated env
+    env["PIP_NO_BUILD_ISOLATION"] = "0"
+    sh(python, "-m", "pip", "install", "-q", "--no-deps", source, cwd=tmp_path, env=env)
+    installed = sh(
+        python, "-c", "import nia_core.plugin_template as t; print(t.template_dir())", cwd=tmp_path, env=env
+    ).strip()
+    assert installed.startswith(str(venv)), installed
+
+    plugin = tmp_path / "nia-notes"
+    sh(nia, "plugin", "new", "nia-notes", "--dir", plugin, cwd=tmp_path, env=env)
+    assert "Plugins now available: nia-notes" in sh(nia, "plugins", "install", plugin, cwd=tmp_path, env=env)
+
+    assert "4 passed" in sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin, env=env)
+
+    project = tmp_path / "project"
+    (project / ".nia").mkdir(parents=True)
+    (project / "NOTES.md").write_text("Ship on Fridays.\n")
+    (listed,) = json.loads(sh(nia, "plugins", "list", "--json", cwd=project, env=env))
+    assert (listed["name"], listed["distribution"], listed["status"]) == ("nia-notes", "nia-notes", "enabled")
+    assert listed["source_keys"] == ["notes/notes"] and listed["hooks"] == ["nia_context_sources"]
+    assert "Project notes (NOTES.md):\n\nShip on Fridays.\n" in sh(nia, "context", "show", cwd=project, env=env)
+
+    sh(nia, "plugins", "disable", "nia-notes", cwd=project, env=env)
+    assert "Project notes" not in sh(nia, "context", "show", cwd=project, env=env)
+    sh(nia, "plugins", "enable", "nia-notes", cwd=project, env=env)
+
+    assert "Plugins removed: nia-notes" in sh(nia, "plugins", "uninstall", "--yes", "nia-notes", cwd=tmp_path, env=env)
+    assert json.loads(sh(nia, "plugins", "list", "--json", cwd=project, env=env)) == []
