@@ -13,3 +13,17 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     for name in ("NIA_DB", "NIA_DISABLE_PLUGINS", "NIA_LOAD_PLUGINS", "NIA_DEBUG", "NIA_TIMEZONE"):
         monkeypatch.delenv(name, raising=False)
     return home
+
+
+@pytest.fixture(autouse=True)
+def reset_nia_logging():
+    """In-process CLI runs configure the 'nia' logger; give the next test a clean one."""
+    import logging
+
+    yield
+    logger = logging.getLogger("nia")
+    for handler in list(logger.handlers):
+        if getattr(handler, "_nia", False):
+            logger.removeHandler(handler)
+    logger.propagate = True
+    logger.setLevel(logging.NOTSET)
