@@ -105,7 +105,10 @@ def render(target: Path, names: PluginNames, template: Path | None = None) -> li
     for relative in template_files(source):
         text = (source / relative).read_text(encoding="utf-8")
         destination = target / substitute(str(relative), names)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        destination.write_text(substitute(text, names), encoding="utf-8")
+        try:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_text(substitute(text, names), encoding="utf-8")
+        except OSError as exc:
+            raise NiaError(f"cannot create the plugin: {exc.filename or target}: {exc.strerror or exc}") from None
         written.append(destination)
     return written

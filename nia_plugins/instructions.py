@@ -117,6 +117,8 @@ def instructions_source(files: tuple[tuple[str, str], ...], budget: int) -> Cont
 
 @hookimpl
 def nia_context_sources(location: Location, config: dict[str, Any]) -> list[ContextSource]:
-    budget = int(config.get("max_bytes", DEFAULT_MAX_BYTES))
+    budget = config.get("max_bytes", DEFAULT_MAX_BYTES)
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"[plugins.nia-instructions] max_bytes must be a positive number of bytes, not {budget!r}")
     files = tuple(candidates(location))
     return [instructions_source(files, budget)] if files else []

@@ -81,6 +81,8 @@ class NiaGroup(click.Group):
             raise NiaError_(str(exc), exc.exit_code) from None
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:
+            raise  # stdout closed early (`nia ... | head`): click exits 1 quietly
         except Exception as exc:
             if App.of(ctx).debug:
                 raise

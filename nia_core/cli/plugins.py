@@ -70,6 +70,8 @@ def list_plugins(ctx: click.Context, as_json: bool, include_builtins: bool, loca
     else:
         for info in infos:
             click.echo(_describe(info))
+    for message in host.left_out:  # not in the list: say so, or the plugin would vanish without a word
+        click.echo(f"Warning: {message}", err=True)
     broken = [info for info in host.infos() if info.enabled and info.error]
     if app.strict and broken:
         raise PluginError("; ".join(f"plugin {info.name!r}: {info.error}" for info in broken))

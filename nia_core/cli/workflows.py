@@ -16,9 +16,10 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.group import NiaGroup
 from nia_core.cli.main import cli
-from nia_core.context import Location, initialize
-from nia_core.errors import NiaError, UsageError
+from nia_core.context import Generation, Location, initialize
+from nia_core.errors import InitializationBlocked, NiaError, UsageError
 from nia_core.project import translog
 from nia_core.project.config import (
     COMMANDS_FILE,
@@ -31,8 +32,6 @@ from nia_core.project.config import (
 from nia_core.project.toml import ConfigError
 from nia_core.project.workflow import Workflow, assemble_workflow
 from nia_core.providers.base import DEFAULT_MODEL
-
-"""Exit status of a workflow run without ``--print-prompt`` until sessions are wired in: assembled, not sent."""
 
 
 @cli.group("workflows")
@@ -56,7 +55,7 @@ def list_workflows(ctx: click.Context, as_json: bool) -> None:
     """List every target and operation, each runnable as `nia TARGET OPERATION`."""
     location = App.of(ctx).locate()
     commands = load_commands_config(location.root)
-    builtin = set(cli.commands)
+    builtin = set(cli.commands) | set(NiaGroup.lazy_commands)  # built-ins not imported yet win too
     if as_json:
         data = [
             {
@@ -157,19 +156,30 @@ def run_workflow(ctx: click.Context, target: Target, operation: Operation, **par
         raise
     host = app.host(location)
     view = host.open(location)
+    generation: Generation | None = None
+    blocked: str | None = None
     try:
         composed = workflow.compose(host.assemble(view).context)
         generation = initialize(composed, timeout=host.timeout)
+    except InitializationBlocked as exc:
+        if params["print_prompt"]:
+            _write_log(location, translog.record(workflow, command=command, status="error", error=str(exc)))
+            raise
+        # A run goes on: the session keeps the input pending (a new one), or its admitted values (--session).
+        blocked = str(exc)
     except NiaError as exc:
         _write_log(location, translog.record(workflow, command=command, status="error", error=str(exc)))
         raise
     finally:
         view.close()
-    status = "printed" if params["print_prompt"] else "assembled"
-    entry = translog.record(workflow, command=command, status=status, generation=generation, input_source=input_source)
+    status = "printed" if params["print_prompt"] else "blocked" if blocked else "assembled"
+    entry = translog.record(
+        workflow, command=command, status=status, generation=generation, input_source=input_source, error=blocked
+    )
     log_path = _write_log(location, entry)
     _report(workflow, params["verbose"], log_path)
     if params["print_prompt"]:
+        assert generation is not None
         click.echo(generation.baseline)
         return
     run_session(app, workflow, params["model"], params["session"])
@@ -255,7 +265,7 @@ def _operation_command(target: Target, operation: Operation) -> click.Command:
         run_workflow(click.get_current_context(), target, operation, **values)
 
     description = operation.description or f"Run the {target.name} {operation.name} workflow."
-    usage = " The user input comes from the arguments, else from stdin." if operation.user_input else ""
+    usage = "\n\nThe user input comes from the arguments, else from stdin." if operation.user_input else ""
     return click.Command(operation.name, callback=callback, params=params, help=description + usage)
 
 

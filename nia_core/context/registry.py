@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -305,7 +305,10 @@ class LocalScope(Scope):
 
 def _bind(producer: Producer, location: Location) -> Callable[[], Any]:
     def call() -> Any:
-        return producer(location)
+        value = producer(location)
+        if isinstance(value, Iterator):  # a generator's body runs here, under the timeout, not in assemble
+            value = list(value)
+        return value
 
     return call
 

@@ -208,7 +208,7 @@ def _encode_observations(
         if obs.available:
             try:
                 available.append((source, obs.value, encode(source, obs.value)))
-            except (TypeError, ValueError) as exc:
+            except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable
                 obs = Observation(source.key, obs.value, "error", f"codec could not encode the value: {exc}")
                 unavailable.append(source.key)
         else:

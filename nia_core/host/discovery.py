@@ -172,6 +172,7 @@ def skip_taken_name(host: PluginHost, info: PluginInfo, existing: PluginInfo) ->
         f"plugin {info.name!r} ({info.origin} from {where(info)}) left out: "
         f"the name is taken by the {existing.origin} plugin from {where(existing)}"
     )
+    host.left_out.append(message)
     if host.strict:
         raise PluginError(message)
     log.warning("%s", message)

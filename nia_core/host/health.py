@@ -3,13 +3,15 @@
 Loading a plugin only proves it imports and its hooks have the right
 signatures. The rest shows only when its sources are produced, observed and
 rendered: a hook that raises or returns nonsense, a key outside its namespace
-or taken by another plugin, a loader that hangs or raises, a renderer that
-fails. This runs all of that once and marks each plugin that misbehaved.
+or taken by another plugin, a loader that hangs or raises, a value its codec
+cannot encode, a renderer that fails, a ``nia_register_commands`` or
+``nia_providers`` that raises or returns nonsense.
+This runs all of that once and marks each plugin that misbehaved.
 """
 
 from __future__ import annotations
 
-from nia_core.context import Assembly, Location, observe
+from nia_core.context import Assembly, ContextSource, Location, canonical_json, observe
 from nia_core.host.host import PluginHost
 
 
@@ -28,21 +30,57 @@ def check(host: PluginHost, location: Location) -> Assembly:
             info = owners.get(assembly.contributors.get(source.key, ""))
             if info is None or not obs.available or info.error:
                 continue
-            problem = _render_problem(source.baseline, obs.value)
+            problem = _encode_problem(source, obs.value) or _render_problem(source.baseline, obs.value)
             if problem:
-                host._mark_broken(info.name, f"context source {source.key!r}: baseline renderer {problem}")
+                host._mark_broken(info.name, f"context source {source.key!r}: {problem}")
+        _check_commands(host)
+        _check_providers(host, location)
     finally:
         view.close()
     return assembly
+
+
+def _encode_problem(source: ContextSource, value: object) -> str | None:
+    try:
+        canonical_json(source.codec.encode(value))
+    except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
+        return f"codec could not encode the value: {exc}"
+    return None
+
+
+def _check_commands(host: PluginHost) -> None:
+    """Run each ``nia_register_commands`` into a throwaway group: one that raises is broken too."""
+    import click
+
+    for impl in host.pm.hook.nia_register_commands.get_hookimpls():
+        info = host.plugins.get(impl.plugin_name)
+        if info is None or info.error:
+            continue
+        try:
+            impl.function(cli=click.Group())
+        except Exception as exc:  # noqa: BLE001 - reported against the plugin
+            host._mark_broken(info.name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
 
 
 def _render_problem(render: object, value: object) -> str | None:
     try:
         text = render(value)  # type: ignore[operator]
     except Exception as exc:  # noqa: BLE001 - reported against the plugin
-        return f"raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return f"baseline renderer raised {type(exc).__name__}: {' '.join(str(exc).split())}"
     if not isinstance(text, str):
-        return f"returned {type(text).__name__}, not text"
+        return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():
-        return "returned empty text"
+        return "baseline renderer returned empty text"
     return None
+
+
+def _check_providers(host: PluginHost, location: Location) -> None:
+    """Ask every ``nia_providers`` once; the lookup marks each plugin that misbehaved."""
+    from nia_core.providers.lookup import providers_at  # only nia plugins list pays for the HTTP clients
+    from nia_core.providers.lowering import ProviderConfigError
+
+    try:
+        providers_at(location, host)
+    except ProviderConfigError:
+        if host.strict:
+            raise  # otherwise a bad [providers] table is the session commands' to report, not a plugin's problem

@@ -66,6 +66,8 @@ class PluginHost:
         self.strict = strict
         self.timeout = timeout
         self.plugins: dict[str, PluginInfo] = {}
+        self.left_out: list[str] = []
+        """Plugins not loaded at all (a name already taken), one message each, for ``nia plugins list``."""
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._config_cache: dict[Path, tuple[tuple[int, int] | None, dict[str, Any]]] = {}

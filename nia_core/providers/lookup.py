@@ -92,19 +92,22 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
         name: functools.partial(cls.from_config, tables.get(name, {}), where=str(path))
         for name, cls in CONFIGURABLE.items()
     }
-    problems: list[str] = []
+    found: list[tuple[str, str]] = []
     if host is not None:
         owners: dict[str, str] = {}
-        for provider, plugin in _plugin_providers(host, location, problems):
+        for provider, plugin in _plugin_providers(host, location, found):
             if provider.name in registry.BUILTIN:
-                problems.append(f"plugin {plugin!r}: provider name {provider.name!r} is taken by a built-in provider")
+                found.append((plugin, f"provider name {provider.name!r} is taken by a built-in provider"))
             elif provider.name in owners:
-                problems.append(
-                    f"plugin {plugin!r}: provider name {provider.name!r} is taken by plugin {owners[provider.name]!r}"
-                )
+                found.append((plugin, f"provider name {provider.name!r} is taken by plugin {owners[provider.name]!r}"))
             else:
                 owners[provider.name] = plugin
                 factories[provider.name] = functools.partial(_same, provider)
+        for plugin, text in found:  # so `nia plugins list` shows the plugin as broken, with the reason
+            info = host.plugins.get(plugin)
+            if info is not None and info.error is None:
+                info.error = text
+    problems = [f"plugin {plugin!r}: {text}" for plugin, text in found]
     for problem in problems:
         log.warning("%s", problem)
     if problems and host is not None and host.strict:
@@ -116,7 +119,10 @@ def _same(provider: Provider) -> Provider:
     return provider
 
 
-def _plugin_providers(host: PluginHost, location: Location, problems: list[str]) -> list[tuple[Provider, str]]:
+def _plugin_providers(
+    host: PluginHost, location: Location, problems: list[tuple[str, str]]
+) -> list[tuple[Provider, str]]:
+    """Each plugin's providers; ``problems`` gets ``(plugin, what it did)`` for each one left out."""
     found: list[tuple[Provider, str]] = []
     for impl in host.pm.hook.nia_providers.get_hookimpls():
         plugin = impl.plugin_name
@@ -126,24 +132,21 @@ def _plugin_providers(host: PluginHost, location: Location, problems: list[str])
         try:
             result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
         except Exception as exc:  # noqa: BLE001 - one plugin must not break every session
-            problems.append(f"plugin {plugin!r}: nia_providers raised {type(exc).__name__}: {exc}")
+            problems.append((plugin, f"nia_providers raised {type(exc).__name__}: {exc}"))
             continue
         if result is None:
             continue
         if not isinstance(result, list | tuple):
-            problems.append(f"plugin {plugin!r}: nia_providers returned {type(result).__name__}, not a list")
+            problems.append((plugin, f"nia_providers returned {type(result).__name__}, not a list"))
             continue
         for provider in result:
             if not isinstance(provider, Provider) or not isinstance(getattr(provider, "name", None), str):
                 problems.append(
-                    f"plugin {plugin!r}: nia_providers returned a {type(provider).__name__}, "
-                    "not a provider (name, lower, send)"
+                    (plugin, f"nia_providers returned a {type(provider).__name__}, not a provider (name, lower, send)")
                 )
                 continue
             if not NAME.match(provider.name):
-                problems.append(
-                    f"plugin {plugin!r}: provider name {provider.name!r} must be lowercase letters, digits and '-'"
-                )
+                problems.append((plugin, f"provider name {provider.name!r} must be lowercase letters, digits and '-'"))
                 continue
             found.append((provider, plugin))
     return found

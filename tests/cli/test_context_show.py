@@ -87,3 +87,30 @@ def test_plugin_switched_off_with_p_no(tmp_path):
     assert "Today's date" not in result.output
     bad = run("-p", "nia-date", "context", "show")
     assert bad.exit_code == 2 and "no:NAME" in bad.output
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_error_message(tmp_path):
+    """``nia context show | head -1``: the closed pipe ends nia quietly, as with any Unix tool."""
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from nia_core.cli import main; main()",
+            "context",
+            "show",
+            "--json",
+            "--location",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before nia writes a byte
+    stderr = process.stderr.read().decode()
+    process.stderr.close()
+    assert process.wait(timeout=60) == 1
+    assert stderr == ""

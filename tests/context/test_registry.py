@@ -124,6 +124,37 @@ def test_misbehaving_producers_are_left_out_and_reported():
     }
 
 
+def test_a_generator_producer_runs_under_the_timeout_and_its_exception_is_a_problem():
+    registry = SystemContextRegistry(producer_timeout=0.2)
+    release = threading.Event()
+
+    def yields(location):
+        yield const("acme/gen", 1)
+
+    def yields_then_raises(location):
+        yield const("acme/half", 1)
+        raise RuntimeError("boom in the middle")
+
+    def yields_then_hangs(location):
+        yield const("acme/slow", 1)
+        release.wait(30)
+
+    registry.scope("gen").register("gen", yields)
+    registry.scope("raises").register("raises", yields_then_raises)
+    registry.scope("hangs").register("hangs", yields_then_hangs)
+    try:
+        assembly = registry.open(HERE).assemble()
+    finally:
+        release.set()
+
+    assert assembly.context.keys == ("acme/gen",)
+    problems = {p.contribution: (p.kind, p.message) for p in assembly.problems}
+    assert problems == {
+        "raises": ("raised", "raised RuntimeError: boom in the middle"),
+        "hangs": ("timeout", "timed out after 0.2s"),
+    }
+
+
 def test_location_local_contributions_stay_in_their_location():
     registry = SystemContextRegistry()
     here = registry.open(HERE)

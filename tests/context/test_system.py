@@ -221,6 +221,26 @@ def test_a_value_the_codec_cannot_encode_counts_as_unavailable():
         initialize(SystemContext.make(source))
 
 
+def test_a_custom_codec_that_raises_anything_counts_as_unavailable_naming_the_key():
+    class Picky:
+        def encode(self, value):
+            return value["id"]  # KeyError for a value without one
+
+        def decode(self, data):
+            return {"id": data}
+
+    good = ContextSource(key="acme/good", load=lambda: 1, baseline=str)
+    picky = ContextSource(key="acme/picky", load=lambda: {}, baseline=str, codec=Picky())
+    with pytest.raises(InitializationBlocked, match="acme/picky"):
+        initialize(ctx_of(good, picky))
+
+    admitted = initialize(SystemContext.make(good)).snapshot
+    result = replace(ctx_of(good, picky), admitted)
+    assert isinstance(result, ReplacementReady) and result.generation.baseline == "1"
+    [observation] = [o for o in result.observations if o.key == "acme/picky"]
+    assert observation.status == "error" and observation.reason == "codec could not encode the value: 'id'"
+
+
 def test_async_and_sync_loaders_run_concurrently():
     async def slow_async():
         await asyncio.sleep(0.3)

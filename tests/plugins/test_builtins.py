@@ -12,6 +12,7 @@ import pytest
 import nia_plugins.date
 import nia_plugins.environment
 import nia_plugins.instructions
+from nia_core.host import PluginError
 from nia_core.testing import BoundaryDriver
 from nia_plugins.date import date_source
 
@@ -91,6 +92,20 @@ def test_a_file_within_the_budget_is_whole(nia_project):
     texts = BoundaryDriver(nia_project.location).drive(nia_plugins.instructions)
 
     assert texts.baseline.endswith("\n\n" + "é" * 6)
+
+
+@pytest.mark.parametrize("budget", [0, -5, True, "32k"])
+def test_an_unusable_budget_is_an_error_naming_the_setting(nia_project, budget):
+    nia_project.write("AGENTS.md", "Rule one.")
+    nia_project.configure("nia-instructions", max_bytes=budget)
+
+    with pytest.raises(PluginError) as raised:
+        BoundaryDriver(nia_project.location).drive(nia_plugins.instructions)
+
+    assert str(raised.value) == (
+        "plugin 'nia-instructions': raised ValueError: [plugins.nia-instructions] max_bytes "
+        f"must be a positive number of bytes, not {budget!r}"
+    )
 
 
 def test_an_unreadable_file_makes_the_source_unavailable(nia_project):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from nia_core import __version__
 from nia_core.host import load_host
 from nia_core.project import locate
 
@@ -146,6 +147,23 @@ def test_an_entry_point_name_taken_twice_loads_once(site, project):
         "the name is taken by the entry point plugin from first-dist\n"
     )
     assert run("--strict", "context", "show", "--location", str(project)).exit_code == 1
+    listed = run("plugins", "list", "--location", str(project))
+    assert listed.stdout.count("same 1.0") == 1
+    assert listed.stderr == result.stderr  # the list does not show it, so it says why
+
+
+def test_a_local_plugin_named_like_a_builtin_is_left_out_with_a_warning_in_plugins_list(project):
+    plugins = project / ".nia" / "plugins"
+    plugins.mkdir()
+    (plugins / "nia-date.py").write_text("")
+
+    listed = run("plugins", "list", "--all", "--location", str(project))
+
+    assert f"nia-date {__version__} [built-in] enabled" in listed.stdout and "local file" not in listed.stdout
+    assert listed.stderr == (
+        f"Warning: plugin 'nia-date' (local file from {plugins / 'nia-date.py'}) left out: "
+        "the name is taken by the built-in plugin from nia_plugins.date\n"
+    )
 
 
 def test_a_namespace_that_is_not_a_string_is_an_error(site, project):

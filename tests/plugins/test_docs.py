@@ -31,15 +31,22 @@ def examples(tmp_path, project):
     return folder, found
 
 
-def test_every_example_plugin_loads_cleanly(examples, project):
+def test_every_example_plugin_loads_cleanly(examples, project, tmp_path):
     folder, found = examples
-    assert len(found) == 7
+    assert len(found) == 8
+    # The live-reload walkthrough's hello.py is the ten-line plugin grown up: same key, so it loads on its own.
+    walkthrough = tmp_path / "walkthrough"
+    walkthrough.mkdir()
+    (folder / "plugins_2.py").rename(walkthrough / "plugins_2.py")
+    assert 'NAME = "world"' in found.pop("plugins_2")
 
     result = run("--strict", "--plugins-dir", str(folder), "plugins", "list", "--json", "--location", str(project))
+    alone = run("--strict", "--plugins-dir", str(walkthrough), "context", "show", "--location", str(project))
 
     assert result.exit_code == 0, result.output
     plugins = {p["name"]: p for p in json.loads(result.stdout)}
     assert {name: plugins[name]["status"] for name in found} == dict.fromkeys(found, "enabled")
+    assert alone.exit_code == 0 and "Greet the user as world." in alone.stdout
     assert plugins["plugins_0"]["source_keys"] == ["hello/greeting"]
     assert plugins["plugins_1"]["hooks"] == [
         "nia_context_sources",
@@ -61,3 +68,16 @@ def test_the_examples_do_what_the_text_says(examples, project):
     assert "This project belongs to the platform team." in shown
     assert "Scratch notes:\nRemember the milk." in shown
     assert run(*nia, "hello", "Ada").stdout == "Hello, Ada!\n"
+
+
+def test_the_location_hook_example_works_under_its_natural_name(project):
+    """Saved as .nia/plugins/scratch.py, as the text suggests, its contribution key must not clash."""
+    [example] = [code for code in plugin_examples("plugin_hooks.md") if "def nia_location_opened" in code]
+    (project / ".nia" / "plugins").mkdir(parents=True, exist_ok=True)
+    (project / ".nia" / "plugins" / "scratch.py").write_text(example)
+    (project / "SCRATCH.md").write_text("Remember the milk.")
+
+    result = run("--strict", "context", "show", "--location", str(project))
+
+    assert result.exit_code == 0, result.output
+    assert "Scratch notes:\nRemember the milk." in result.stdout

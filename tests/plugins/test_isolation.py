@@ -54,6 +54,14 @@ CASES = {
         hook("raise RuntimeError('no token for the tracker')"),
         "raised RuntimeError: no token for the tracker",
     ),
+    "generator raises": (
+        hook(f"yield {source('bad/x')}\n    raise RuntimeError('the tracker went away')"),
+        "raised RuntimeError: the tracker went away",
+    ),
+    "value the codec cannot encode": (
+        hook(f"return [{source('bad/x', load='lambda: {1, 2}')}]".replace("load=lambda: 1, ", "")),
+        "context source 'bad/x': codec could not encode the value: Object of type set is not JSON serializable",
+    ),
     "returns a dict": (hook("return {'key': 'bad/x'}"), "returned dict, not a list of ContextSource"),
     "returns strings": (hook("return ['bad/x']"), "returned a str in its list, not a ContextSource"),
     "key outside namespace": (
@@ -197,3 +205,77 @@ def test_a_raising_location_hook_leaves_the_others_running(site, project):
     assert listed["aa-opens"]["status"] == "broken" and listed["good"]["status"] == "enabled"
     assert strict.exit_code == 1
     assert strict.stderr == "Error: plugin 'aa-opens': nia_location_opened raised OSError: cannot reach the tracker\n"
+
+
+COMMANDS_RAISE = """
+from nia_core import hookimpl
+
+@hookimpl
+def nia_register_commands(cli):
+    raise RuntimeError("no click for you")
+"""
+
+
+def test_a_command_hook_that_raises_shows_broken_in_plugins_list(site, project):
+    site.plugin("good", GOOD)
+    site.plugin("zz-bad", COMMANDS_RAISE)
+
+    listed = run("plugins", "list", "--json", "--location", str(project))
+    strict = run("--strict", "plugins", "list", "--location", str(project))
+
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert plugins["zz-bad"]["status"] == "broken"
+    assert plugins["zz-bad"]["error"] == "nia_register_commands raised RuntimeError: no click for you"
+    assert plugins["good"]["status"] == "enabled"
+    assert strict.exit_code == 1
+    assert strict.stderr == "Error: plugin 'zz-bad': nia_register_commands raised RuntimeError: no click for you\n"
+
+
+PROVIDERS_RAISE = """
+from nia_core import hookimpl
+
+@hookimpl
+def nia_providers(location):
+    raise RuntimeError("no endpoint configured")
+"""
+
+PROVIDER_NAME_TAKEN = """
+from nia_core import hookimpl
+from nia_core.sessions.messages import Reply
+
+class Echo:
+    name = "echo"
+
+    def lower(self, request):
+        return {}
+
+    def send(self, request, *, stream=None):
+        return Reply(text="")
+
+@hookimpl
+def nia_providers():
+    return [Echo()]
+"""
+
+
+@pytest.mark.parametrize(
+    ("module", "reason"),
+    [
+        (PROVIDERS_RAISE, "nia_providers raised RuntimeError: no endpoint configured"),
+        (PROVIDER_NAME_TAKEN, "provider name 'echo' is taken by a built-in provider"),
+    ],
+    ids=["raises", "name-taken"],
+)
+def test_a_misbehaving_provider_hook_shows_broken_in_plugins_list(site, project, module, reason):
+    site.plugin("good", GOOD)
+    site.plugin("zz-bad", module)
+
+    listed = run("plugins", "list", "--json", "--location", str(project))
+    strict = run("--strict", "plugins", "list", "--location", str(project))
+    session = run("session", "new", "--location", str(project))
+
+    plugins = {p["name"]: p for p in json.loads(listed.stdout)}
+    assert plugins["zz-bad"]["status"] == "broken" and plugins["zz-bad"]["error"] == reason
+    assert plugins["good"]["status"] == "enabled"
+    assert strict.exit_code == 1 and strict.stderr == f"Error: plugin 'zz-bad': {reason}\n"
+    assert session.exit_code == 0 and session.stderr == f"Warning: plugin 'zz-bad': {reason}\n"

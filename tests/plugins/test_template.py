@@ -96,6 +96,16 @@ def test_new_refuses_to_overwrite_a_folder(tmp_path):
     assert run("plugin", "new", "acme-jira", "--dir", str(target)).exit_code == 0  # an empty folder is fine
 
 
+def test_a_folder_that_cannot_be_created_is_one_line_naming_it(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    target = tmp_path / "a-file" / "acme-jira"
+
+    result = run("plugin", "new", "acme-jira", "--dir", str(target))
+
+    assert result.exit_code == 1
+    assert result.stderr == f"Error: cannot create the plugin: {target}: Not a directory\n"
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [

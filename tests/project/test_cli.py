@@ -82,6 +82,7 @@ def test_targets_and_operations_are_commands_with_help(tmp_path):
     for flag in ("--context-file", "--context-dir", "--print-prompt", "--format", "--verbose"):
         assert flag in command
     assert "[USER_INPUT]..." in command
+    assert "  Draft an issue\n\n  The user input comes from the arguments, else from stdin.\n" in command
     assert "[USER_INPUT]" not in run(root, "issue", "triage", "--help").stdout
 
 
@@ -189,3 +190,63 @@ def test_flag_paths_are_relative_to_the_working_directory(tmp_path):
 def test_no_workflow_commands_outside_a_project(tmp_path):
     result = run(tmp_path, "issue", "draft")
     assert result.exit_code == 2 and "No such command 'issue'" in result.stderr
+
+
+STATUS_PLUGIN = """\
+from nia_core import UNAVAILABLE, ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    path = location.root / "status.txt"
+
+    def load():
+        return path.read_text().strip() if path.exists() else UNAVAILABLE
+
+    return [ContextSource(key="acme/status", load=load, baseline=lambda v: f"Status: {v}")]
+"""
+
+
+def test_a_blocked_context_keeps_a_new_workflow_sessions_input_pending(tmp_path):
+    root = make(tmp_path, **{".nia/plugins/status.py": STATUS_PLUGIN})
+
+    blocked = run(root, "issue", "draft", "Login is slow")
+
+    assert blocked.exit_code == 3, blocked.stderr
+    session_id = blocked.stderr.splitlines()[0].removeprefix("session ")
+    assert blocked.stderr.splitlines()[-1] == (
+        f"Error: session {session_id}: the initial context is blocked on: acme/status; "
+        f"the input is kept pending, retry with: nia issue draft --session {session_id}"
+    )
+    log = json.loads((root / ".nia/logs/transactions/latest.json").read_text())
+    assert log["status"] == "blocked" and log["error"] == "context blocked on: acme/status"
+    pending = json.loads(run(root, "session", "show", session_id, "--json").stdout)["pending"]
+    assert [m["text"] for m in pending] == ["Carry out the task described in the system context."]
+
+    (root / "status.txt").write_text("green\n")
+    again = run(root, "session", "send", session_id)
+    assert again.exit_code == 0, again.stderr
+    assert "you said: Carry out the task described in the system context." in again.stdout
+
+
+def test_a_continued_workflow_session_keeps_an_admitted_source_that_is_unavailable_now(tmp_path):
+    root = make(tmp_path, **{".nia/plugins/status.py": STATUS_PLUGIN, "status.txt": "green\n"})
+    first = run(root, "issue", "draft", "Login is slow")
+    session_id = first.stderr.splitlines()[0].removeprefix("session ")
+    (root / "status.txt").unlink()  # the tracker is down for a moment
+
+    again = run(root, "issue", "draft", "--session", session_id, "It is the cache")
+
+    assert again.exit_code == 0, again.stderr
+    view = json.loads(run(root, "session", "show", session_id, "--model-view", "--json").stdout)
+    assert "Status: green" in view["system"]  # stale-while-revalidate: the admitted value stays
+    assert [m["role"] for m in view["messages"]] == ["user", "assistant", "user", "system", "assistant"]
+    assert "acme/status" not in view["messages"][3]["content"] and "Status" not in view["messages"][3]["content"]
+
+
+def test_print_prompt_with_a_blocked_context_fails_naming_the_source(tmp_path):
+    root = make(tmp_path, **{".nia/plugins/status.py": STATUS_PLUGIN})
+
+    result = run(root, "issue", "draft", "--print-prompt", "Login is slow")
+
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == "Error: context blocked on: acme/status\n"
