@@ -20,18 +20,30 @@ from typing import Any, Literal
 from nia_core.context.codec import canonical_json
 from nia_core.context.observe import Observation, observe
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
-from nia_core.context.source import DEFAULT_TIMEOUT, ContextSource
+from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError
 
 SEPARATOR = "\n\n"
 
 
+RenderErrorHandler = Callable[[RenderError], None]
+
+
 class SystemContext:
-    """An opaque, ordered composition of context sources with unique keys."""
+    """An opaque, ordered composition of context sources with unique keys.
 
-    __slots__ = ("_sources",)
+    By default a renderer that fails raises :class:`RenderError`. A host that
+    composes other people's sources passes ``on_render_error``: the failing
+    source is then set aside for that round, as if unavailable (its stored
+    entry stays, nothing is said), and the handler is told, to name the culprit.
+    """
 
-    def __init__(self, sources: Iterable[ContextSource] = ()) -> None:
+    __slots__ = ("_sources", "on_render_error")
+
+    def __init__(
+        self, sources: Iterable[ContextSource] = (), *, on_render_error: RenderErrorHandler | None = None
+    ) -> None:
+        self.on_render_error = on_render_error
         ordered = tuple(sources)
         seen: set[str] = set()
         for source in ordered:
@@ -49,8 +61,12 @@ class SystemContext:
 
     @classmethod
     def combine(cls, *contexts: SystemContext) -> SystemContext:
-        """Concatenate contexts in caller order; a duplicate key fails at once."""
-        return cls(s for ctx in contexts for s in ctx._sources)
+        """Concatenate contexts in caller order; a duplicate key fails at once.
+
+        The result keeps the first ``on_render_error`` handler among them.
+        """
+        handler = next((ctx.on_render_error for ctx in contexts if ctx.on_render_error), None)
+        return cls((s for ctx in contexts for s in ctx._sources), on_render_error=handler)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -192,9 +208,35 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
     return text
 
 
-def _entry(source: ContextSource, value: Any, encoded: str) -> SnapshotEntry:
-    removal = _render(source, "removal", value) if source.removable else None
-    return SnapshotEntry(encoded, removal)
+class _Rendering:
+    """The renderer calls of one round; with a handler, a failing source is set aside, not raised."""
+
+    def __init__(self, ctx: SystemContext) -> None:
+        self.handler = ctx.on_render_error
+        self.failed: dict[str, str] = {}
+
+    def text(self, source: ContextSource, renderer: str, *args: Any) -> str | None:
+        try:
+            return _render(source, renderer, *args)
+        except RenderError as exc:
+            if self.handler is None:
+                raise
+            self.failed[source.key] = str(exc)
+            self.handler(exc)
+            return None
+
+    def entry(self, source: ContextSource, value: Any, encoded: str) -> SnapshotEntry | None:
+        if not source.removable:
+            return SnapshotEntry(encoded, None)
+        removal = self.text(source, "removal", value)
+        return None if removal is None else SnapshotEntry(encoded, removal)
+
+    def observations(self, observed: Sequence[Observation]) -> tuple[Observation, ...]:
+        """The round's observations, a set-aside source shown as an error with its reason."""
+        return tuple(
+            Observation(o.key, UNAVAILABLE, "error", self.failed[o.key], o.seconds) if o.key in self.failed else o
+            for o in observed
+        )
 
 
 def _encode_observations(
@@ -217,10 +259,16 @@ def _encode_observations(
     return available, unavailable, final
 
 
-def _generation(available: Sequence[tuple[ContextSource, Any, str]]) -> Generation:
-    parts = tuple((source.key, _render(source, "baseline", value)) for source, value, _ in available)
-    snapshot = Snapshot({source.key: _entry(source, value, encoded) for source, value, encoded in available})
-    return Generation(SEPARATOR.join(text for _, text in parts), snapshot, parts)
+def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, Any, str]]) -> Generation:
+    parts: list[tuple[str, str]] = []
+    entries: dict[str, SnapshotEntry] = {}
+    for source, value, encoded in available:
+        text = rendering.text(source, "baseline", value)
+        entry = rendering.entry(source, value, encoded) if text is not None else None
+        if text is not None and entry is not None:
+            parts.append((source.key, text))
+            entries[source.key] = entry
+    return Generation(SEPARATOR.join(text for _, text in parts), Snapshot(entries), tuple(parts))
 
 
 def initialize(ctx: SystemContext, *, timeout: float = DEFAULT_TIMEOUT) -> Generation:
@@ -232,32 +280,42 @@ def initialize(ctx: SystemContext, *, timeout: float = DEFAULT_TIMEOUT) -> Gener
     available, unavailable, _ = _encode_observations(ctx, observe(ctx.sources, timeout))
     if unavailable:
         raise InitializationBlocked(tuple(unavailable))
-    return _generation(available)
+    rendering = _Rendering(ctx)
+    generation = _generation(rendering, available)
+    if rendering.failed:
+        raise InitializationBlocked(tuple(rendering.failed))
+    return generation
 
 
 def _replacement(
+    ctx: SystemContext,
     available: Sequence[tuple[ContextSource, Any, str]],
     unavailable: Sequence[str],
     snapshot: Snapshot,
     reason: str,
-    observations: tuple[Observation, ...],
+    observed: Sequence[Observation],
 ) -> Replacement:
     blocked = tuple(key for key in unavailable if key in snapshot)
     if blocked:
+        return ReplacementBlocked(blocked, reason, tuple(observed))
+    rendering = _Rendering(ctx)
+    generation = _generation(rendering, available)
+    observations = rendering.observations(observed)
+    blocked = tuple(key for key in rendering.failed if key in snapshot)
+    if blocked:
         return ReplacementBlocked(blocked, reason, observations)
-    return ReplacementReady(_generation(available), reason, observations)
+    return ReplacementReady(generation, reason, observations)
 
 
 def replace(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAULT_TIMEOUT) -> Replacement:
     """Render a fresh baseline unless a source already admitted is unavailable."""
     available, unavailable, observed = _encode_observations(ctx, observe(ctx.sources, timeout))
-    return _replacement(available, unavailable, snapshot, "replacement requested", tuple(observed))
+    return _replacement(ctx, available, unavailable, snapshot, "replacement requested", observed)
 
 
 def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAULT_TIMEOUT) -> Reconciliation:
     """Observe once and compare with ``snapshot``; see the module docstring."""
     available, unavailable, observed = _encode_observations(ctx, observe(ctx.sources, timeout))
-    observations = tuple(observed)
     present = set(ctx.keys)
 
     # First pass: decide whether the baseline must be replaced, before any update renderer runs.
@@ -272,25 +330,36 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAUL
                 previous = decode(source, entry.value)
             except Exception as exc:  # noqa: BLE001 - any decode failure means replace
                 reason = f"stored value of {source.key} can no longer be decoded ({type(exc).__name__}: {exc})"
-                return _replacement(available, unavailable, snapshot, reason, observations)
+                return _replacement(ctx, available, unavailable, snapshot, reason, observed)
             changed.append((source, previous, value, encoded))
     gone = sorted(key for key in snapshot if key not in present)
     for key in gone:
         if snapshot[key].removal is None:
             reason = f"{key} is gone and has no removal text"
-            return _replacement(available, unavailable, snapshot, reason, observations)
+            return _replacement(ctx, available, unavailable, snapshot, reason, observed)
 
     if not changed and not added and not gone:
-        return Unchanged(observations)
+        return Unchanged(tuple(observed))
 
+    # A source set aside by a failing renderer keeps its stored entry (or stays out), like an unavailable one.
+    rendering = _Rendering(ctx)
     entries = {key: entry for key, entry in snapshot.items() if key in present}
     updates: dict[str, Change] = {}
     for source, previous, value, encoded in changed:
-        updates[source.key] = Change(source.key, "updated", _render(source, "update", previous, value))
-        entries[source.key] = _entry(source, value, encoded)
+        text = rendering.text(source, "update", previous, value)
+        entry = rendering.entry(source, value, encoded) if text is not None else None
+        if text is not None and entry is not None:
+            updates[source.key] = Change(source.key, "updated", text)
+            entries[source.key] = entry
     for source, value, encoded in added:
-        updates[source.key] = Change(source.key, "added", _render(source, "baseline", value))
-        entries[source.key] = _entry(source, value, encoded)
+        text = rendering.text(source, "baseline", value)
+        entry = rendering.entry(source, value, encoded) if text is not None else None
+        if text is not None and entry is not None:
+            updates[source.key] = Change(source.key, "added", text)
+            entries[source.key] = entry
+    observations = rendering.observations(observed)
+    if not updates and not gone:
+        return Unchanged(observations)
     changes = [updates[key] for key in ctx.keys if key in updates]
     changes += [Change(key, "removed", snapshot[key].removal or "") for key in gone]
     text = SEPARATOR.join(change.text for change in changes)

@@ -8,19 +8,20 @@ name and left out; the host and the other plugins keep running.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pluggy
 
 from nia_core import hookspecs
-from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContextRegistry
+from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import DEFAULT_TIMEOUT
-from nia_core.errors import NiaError
+from nia_core.errors import NiaError, RenderError
 from nia_core.host.plugin import Origin, PluginInfo
 from nia_core.project.toml import read_toml
 
@@ -178,7 +179,24 @@ class PluginHost:
                     self.plugins[name].source_keys = []
         if self.strict and assembly.problems:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
-        return assembly
+        context = SystemContext(assembly.context.sources, on_render_error=self._render_failed(assembly))
+        return dataclasses.replace(assembly, context=context)
+
+    def _render_failed(self, assembly: Assembly) -> Callable[[RenderError], None]:
+        """A renderer of a plugin's source failed: the engine sets the source aside; name the plugin."""
+        names = {f"plugin {name!r}": name for name in self.plugins}
+
+        def handle(error: RenderError) -> None:
+            name = names.get(assembly.contributors.get(error.key, ""))
+            message = f"plugin {name!r}: {error}" if name else str(error)
+            if name is not None:
+                with self._lock:
+                    self.plugins[name].error = str(error)
+            if self.strict:
+                raise PluginError(message)
+            log.warning("%s (left out until it renders)", message)
+
+        return handle
 
     def report_observations(self, assembly: Assembly, observations: Iterable[Observation]) -> list[str]:
         """Mark the plugin behind each loader that timed out or raised as broken (``strict`` raises).

@@ -47,6 +47,7 @@ from nia_core.context import (
     Reconciliation,
     ReplacementReady,
     Snapshot,
+    SystemContext,
     Updated,
     reconcile,
     replace,
@@ -258,7 +259,7 @@ class DevSession:
         with self._lock:
             errors: list[ReloadError] = []
             while True:
-                assembly = self.host.assemble(self.view)
+                assembly = self._assemble()
                 try:
                     result = replace(assembly.context, EMPTY_SNAPSHOT, timeout=self.host.timeout)
                     break
@@ -275,6 +276,12 @@ class DevSession:
             self.snapshot = result.generation.snapshot
             missing = tuple(o.key for o in result.observations if not o.available)
             return Baseline(result.generation, assembly, missing, tuple(errors))
+
+    def _assemble(self) -> Assembly:
+        """The host's assembly with the engine's strict rendering: a failing renderer raises here,
+        so the reload can put the plugin's previous version back and say where it failed."""
+        assembly = self.host.assemble(self.view)
+        return dataclasses.replace(assembly, context=SystemContext(assembly.context.sources))
 
     def _owner(self, assembly: Assembly, key: str) -> str | None:
         contributor = assembly.contributors.get(key, "")
@@ -569,7 +576,7 @@ class DevSession:
         registry's order let it keep the key and left the other plugin out.
         """
         while True:
-            assembly = self.host.assemble(self.view)
+            assembly = self._assemble()
             by_name = {a_name: attempt for attempt in plan.attempts for a_name in attempt.names}
             bad: list[tuple[_Attempt, Problem, str]] = []
             for problem in assembly.problems:

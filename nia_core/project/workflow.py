@@ -163,7 +163,8 @@ class Workflow:
         rest = [s for s in others if not s.key.startswith(PROJECT_NAMESPACE) and s.key not in keys]
         if own and rest:
             rest[0] = separated(rest[0])
-        return SystemContext([*own, *rest])
+        handler = others.on_render_error if isinstance(others, SystemContext) else None
+        return SystemContext([*own, *rest], on_render_error=handler)
 
     def context_for(self, assemble: Callable[[str], SystemContext]) -> Callable[[str], SystemContext]:
         """Wrap a session's ``context_for(path)`` so each boundary composes this workflow in front.

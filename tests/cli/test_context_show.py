@@ -64,7 +64,7 @@ def test_malformed_project_toml_names_file_and_line(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_renderer_error_without_traceback_unless_debug(tmp_path):
+def test_a_failing_renderer_leaves_its_source_out_naming_the_plugin(tmp_path):
     plugins = tmp_path / ".nia" / "plugins"
     plugins.mkdir(parents=True)
     (plugins / "bad_render.py").write_text(
@@ -74,11 +74,21 @@ def test_renderer_error_without_traceback_unless_debug(tmp_path):
         "    return [ContextSource(key='acme/r', load=lambda: 1, baseline=lambda v: '')]\n"
     )
     result = run("context", "show", "--location", str(tmp_path))
-    assert result.exit_code == 1
-    assert "Error: context source 'acme/r': baseline renderer returned empty text" in result.output
-    assert "Traceback" not in result.output
-    debug = run("--debug", "context", "show", "--location", str(tmp_path))
-    assert debug.exception is not None and type(debug.exception).__name__ == "RenderError"
+    assert result.exit_code == 0
+    assert (
+        "Warning: plugin 'bad_render': context source 'acme/r': baseline renderer returned empty text "
+        "(left out until it renders)" in result.output
+    )
+    assert "Environment:" in result.output and "Traceback" not in result.output
+    data = json.loads(run("context", "show", "--json", "--location", str(tmp_path)).stdout)
+    [entry] = [s for s in data["sources"] if s["key"] == "acme/r"]
+    assert entry["status"] == "error" and "returned empty text" in entry["reason"]
+    strict = run("--strict", "context", "show", "--location", str(tmp_path))
+    assert strict.exit_code == 1
+    assert "Error: plugin 'bad_render': context source 'acme/r': baseline renderer returned empty text" in strict.output
+    assert "Traceback" not in strict.output
+    debug = run("--strict", "--debug", "context", "show", "--location", str(tmp_path))
+    assert debug.exception is not None and type(debug.exception).__name__ == "PluginError"
 
 
 def test_plugin_switched_off_with_p_no(tmp_path):

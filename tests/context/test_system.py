@@ -293,3 +293,84 @@ def test_snapshot_round_trips_through_json():
     again = Snapshot.from_json(generation.snapshot.to_json())
     assert again == generation.snapshot
     assert again["acme/b"].removal is None
+
+
+class Flaky:
+    """Renderers that fail while ``broken`` is set."""
+
+    def __init__(self) -> None:
+        self.broken = False
+        self.value = 1
+        self.errors: list[RenderError] = []
+
+    def render(self, value):
+        if self.broken:
+            raise RuntimeError("template missing")
+        return f"flaky is {value}"
+
+    def source(self) -> ContextSource:
+        return ContextSource(
+            key="acme/flaky", load=lambda: self.value, baseline=self.render, removal=lambda v: "flaky gone"
+        )
+
+    def context(self, *others: ContextSource) -> SystemContext:
+        return SystemContext([self.source(), *others], on_render_error=self.errors.append)
+
+
+def test_with_a_handler_a_failing_update_renderer_keeps_the_stored_entry_like_unavailable():
+    flaky = Flaky()
+    world = World(**{"acme/ok": 1})
+    ctx = flaky.context(world.source("acme/ok"))
+    generation = initialize(ctx)
+    flaky.broken, flaky.value = True, 2
+    world.values["acme/ok"] = 2
+    result = reconcile(ctx, generation.snapshot)
+    assert isinstance(result, Updated)
+    assert result.text == "acme/ok changed from 1 to 2"
+    assert result.snapshot["acme/flaky"] == generation.snapshot["acme/flaky"]
+    assert [e.key for e in flaky.errors] == ["acme/flaky"]
+    [obs] = [o for o in result.observations if o.key == "acme/flaky"]
+    assert obs.status == "error" and "template missing" in obs.reason
+    only_flaky = reconcile(ctx, result.snapshot)
+    assert isinstance(only_flaky, Unchanged)
+    flaky.broken = False
+    healed = reconcile(ctx, result.snapshot)
+    assert isinstance(healed, Updated) and healed.text == "flaky is 2"
+
+
+def test_with_a_handler_initialization_is_blocked_naming_the_failing_source():
+    flaky = Flaky()
+    flaky.broken = True
+    with pytest.raises(InitializationBlocked) as info:
+        initialize(flaky.context())
+    assert info.value.keys == ("acme/flaky",)
+    assert len(flaky.errors) == 1
+
+
+def test_with_a_handler_a_new_source_that_cannot_render_stays_out_and_replacement_of_admitted_blocks():
+    flaky = Flaky()
+    world = World(**{"acme/ok": 1})
+    first = initialize(SystemContext([world.source("acme/ok")]))
+    flaky.broken = True
+    ctx = flaky.context(world.source("acme/ok"))
+    assert isinstance(reconcile(ctx, first.snapshot), Unchanged)
+    fresh = replace(ctx, first.snapshot)
+    assert isinstance(fresh, ReplacementReady) and "acme/flaky" not in fresh.generation.snapshot
+    flaky.broken = False
+    admitted = reconcile(ctx, first.snapshot)
+    assert isinstance(admitted, Updated)
+    flaky.broken = True
+    blocked = replace(ctx, admitted.snapshot)
+    assert isinstance(blocked, ReplacementBlocked) and blocked.keys == ("acme/flaky",)
+
+
+def test_combine_keeps_the_first_render_error_handler():
+    errors: list[RenderError] = []
+    a = SystemContext([ContextSource(key="acme/a", load=lambda: 1, baseline=str)])
+    b = SystemContext(
+        [ContextSource(key="acme/b", load=lambda: 1, baseline=lambda v: "")], on_render_error=errors.append
+    )
+    combined = SystemContext.combine(a, b)
+    assert combined.on_render_error is not None
+    assert isinstance(replace(combined, Snapshot()), ReplacementReady)
+    assert [e.key for e in errors] == ["acme/b"]
