@@ -148,7 +148,9 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     if text == "-":
         text = sys.stdin.read()
     with opened(ctx, session_id) as (store, full_id):
-        providers = host_providers(app, store.state(full_id).session.location)
+        record = store.state(full_id).session
+        providers = host_providers(app, record.location)
+        providers.check(record.model)  # before anything is stored: an unknown provider keeps nothing pending
         streamed: list[str] = []
 
         def show_text(piece: str) -> None:

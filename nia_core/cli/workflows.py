@@ -209,6 +209,7 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
                     f"session {session_id} is at {record.location}, not here ({where}); "
                     "run the workflow from there, or move the session"
                 )
+            providers.check(record.model)
             text = workflow.user_input or "Continue."
         else:
             providers.check(model)

@@ -190,3 +190,42 @@ def test_the_database_is_created_in_the_user_data_folder_by_default(
     assert default.is_file()
     with open_store(f"sqlite:///{default}") as store:
         assert store.session(session_id).location == str(project)
+
+
+SHOUT = """
+from nia_core import hookimpl
+from nia_core.sessions.messages import Reply
+
+
+class ShoutProvider:
+    name = "shout"
+
+    def lower(self, request):
+        return {"said": [m.text for m in request.messages if m.kind == "user"]}
+
+    def send(self, request, *, stream=None):
+        return Reply(text=self.lower(request)["said"][-1].upper())
+
+
+@hookimpl
+def nia_providers():
+    return [ShoutProvider()]
+"""
+
+
+def test_a_send_whose_provider_has_gone_stores_nothing(tmp_path: Path) -> None:
+    plugin = tmp_path / ".nia" / "plugins" / "shout.py"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_text(SHOUT)
+    runner = CliRunner()
+    session_id = runner.invoke(cli, ["session", "new", "--location", str(tmp_path), "--model", "shout/loud"]).stdout
+    session_id = session_id.strip()
+    first = runner.invoke(cli, ["session", "send", session_id, "hello"])
+    assert first.exit_code == 0 and first.stdout.strip() == "HELLO"
+    plugin.unlink()
+    gone = runner.invoke(cli, ["session", "send", session_id, "again"])
+    assert gone.exit_code == 2
+    assert "unknown provider 'shout'" in gone.stderr
+    with open_store() as store:
+        assert store.state(session_id).pending == ()
+        assert [h.message.text for h in store.history(session_id)] == ["hello", "HELLO"]
