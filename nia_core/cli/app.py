@@ -21,6 +21,7 @@ class App:
     flags: tuple[str, ...] = ()
     plugins_dirs: tuple[str, ...] = ()
     _hosts: dict[Path, PluginHost] = field(default_factory=dict)
+    _views: dict[Location, LocationContext] = field(default_factory=dict)
 
     @classmethod
     def of(cls, ctx: click.Context) -> App:
@@ -52,6 +53,14 @@ class App:
         return host
 
     def open(self, directory: str | Path | None = None) -> tuple[PluginHost, LocationContext]:
+        """The host and the Location's registry view, opened once per Location per run.
+
+        A session's boundaries reuse the view: opening one per boundary would
+        pile up views (and pluggy's historic call record) in a long-lived process.
+        """
         location = self.locate(directory)
         host = self.host(location)
-        return host, host.open(location)
+        view = self._views.get(location)
+        if view is None:
+            view = self._views[location] = host.open(location)
+        return host, view

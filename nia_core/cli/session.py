@@ -71,9 +71,8 @@ def host_context(app: App) -> ContextFor:
     """The System Context at a Location, as the plugin host assembles it."""
 
     def context_for(path: str) -> SystemContext:
-        location = app.locate(path)
-        host = app.host(location)
-        return host.assemble(host.open(location)).context
+        host, view = app.open(path)
+        return host.assemble(view).context
 
     return context_for
 

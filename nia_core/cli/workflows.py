@@ -154,8 +154,7 @@ def run_workflow(ctx: click.Context, target: Target, operation: Operation, **par
         if location.has_project_dir:
             _write_log(location, translog.failure(command, target.name, operation.name, location, str(exc)))
         raise
-    host = app.host(location)
-    view = host.open(location)
+    host, view = app.open(location.path)
     generation: Generation | None = None
     blocked: str | None = None
     try:
@@ -170,8 +169,6 @@ def run_workflow(ctx: click.Context, target: Target, operation: Operation, **par
     except NiaError as exc:
         _write_log(location, translog.record(workflow, command=command, status="error", error=str(exc)))
         raise
-    finally:
-        view.close()
     status = "printed" if params["print_prompt"] else "blocked" if blocked else "assembled"
     entry = translog.record(
         workflow, command=command, status=status, generation=generation, input_source=input_source, error=blocked
