@@ -2,7 +2,8 @@
 
 The same tables and versioned migrations as the SQLite store (``schema_version``),
 reached through a ``psycopg_pool.ConnectionPool``. Every write is one server-side
-transaction:
+transaction, sent in pipeline mode (``BEGIN`` travels with its first query, the
+trailing writes with ``COMMIT``: about two round trips):
 
 - writes that extend a session's history lock its row first
   (``SELECT … FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and
@@ -16,20 +17,25 @@ transaction:
   afterwards (or from a process-local cache) cannot mix two states.
 
 A lost connection (a terminated backend, a restarted server) is retried until
-``timeout``. When it is lost while committing, the transaction's id
-(``pg_current_xact_id``) tells whether the commit happened: committed work is
-returned, aborted work is redone, so nothing is lost or stored twice. psycopg is
-imported only when this store is opened, so nia works without it.
+``timeout``. When it is lost while committing, the outcome is looked up before
+anything is redone: by the transaction's id (``pg_xact_status``) while the
+server is the one that ran it, and after a crash-restart (which may hand the
+same id out again) by the rows the transaction wrote. Committed work is
+returned, aborted work is redone, and when the rows cannot tell (input that
+may already have been promoted) the error says to check before resending; so
+nothing is lost or stored twice. psycopg is imported only when this store is
+opened, so nia works without it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -145,7 +151,8 @@ _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from,
 _EPOCH_COLUMNS = (
     "number, baseline_id, initial_snapshot_id, snapshot_id, start_seq, model, location, reason, created, segments"
 )
-_CACHE_LIMIT = 256
+_CACHE_CHARS = 64 * 1024 * 1024
+"""Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
 
 
@@ -195,6 +202,16 @@ class _Tx:
     """Blob and snapshot ids this transaction wrote (known to exist once it commits)."""
     read: dict[str, str] = field(default_factory=dict)
     """Hash-checked texts this transaction read."""
+    evidence: list[tuple[str, str, tuple[Any, ...]]] = field(default_factory=list)
+    """``(what, query, params)``: a query that finds one of this transaction's rows exactly as it wrote them."""
+
+    def prove(self, what: str, query: str, params: Sequence[Any]) -> None:
+        """Record how to tell, after a crash, whether this transaction's write landed."""
+        self.evidence.append((what, query, tuple(params)))
+
+    def send(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        """Queue a statement; in a write transaction (pipeline mode) it travels with the next fetch or COMMIT."""
+        return self.conn.execute(query, params)  # type: ignore[arg-type]
 
     def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         row: tuple[Any, ...] | None = self.conn.execute(query, params).fetchone()  # type: ignore[arg-type]
@@ -208,9 +225,13 @@ class _Tx:
 class _Lost(Exception):
     """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
 
-    def __init__(self, cause: BaseException, xid: str | None, committing: bool, tx: _Tx | None, result: Any) -> None:
+    def __init__(
+        self, cause: BaseException, xid: str | None, committing: bool, tx: _Tx | None, result: Any, started: str
+    ) -> None:
         self.cause = cause
         self.xid = xid
+        self.started = started
+        """When the server the transaction ran on started (a restart may reuse transaction ids)."""
         self.committing = committing
         self.tx = tx
         self.result = result
@@ -240,6 +261,7 @@ class PostgresStore(Store):
         self.timeout = timeout
         self._conninfo = url
         self._texts: dict[str, str] = {}
+        self._texts_size = 0
         self._known: set[str] = set()
         self._cache_lock = threading.Lock()
         try:
@@ -385,13 +407,10 @@ class PostgresStore(Store):
             try:
                 return self._attempt(work, write=write, deadline=deadline)
             except _Lost as lost:
-                if (
-                    lost.committing
-                    and lost.xid is not None
-                    and self._commit_outcome(lost, session_id, action) == "committed"
-                ):
-                    assert lost.tx is not None
-                    self._cache(lost.tx)
+                outcome = self._commit_outcome(lost, session_id, action) if lost.committing else "aborted"
+                if outcome.startswith("committed"):
+                    if outcome == "committed" and lost.tx is not None:
+                        self._cache(lost.tx)  # (after a restart, trust nothing but the evidence checked)
                     return lost.result  # type: ignore[no-any-return]
                 if time.monotonic() >= deadline:
                     raise self._translate(lost.cause, session_id, action) from None
@@ -409,50 +428,90 @@ class PostgresStore(Store):
         from psycopg.pq import TransactionStatus
 
         xid: str | None = None
+        started = ""
         tx: _Tx | None = None
         result: Any = None
         committing = False
         try:
-            with self._pool.connection(timeout=max(0.05, deadline - time.monotonic())) as conn:
+            with self._connection(deadline) as conn:
                 tx = _Tx(conn)
                 try:
                     if write:
-                        cursor = conn.execute("BEGIN; SELECT pg_current_xact_id()::text")
-                        cursor.nextset()
-                        row = cursor.fetchone()
-                        assert row is not None
-                        xid = str(row[0])
-                    result = work(tx)
-                    if write:
-                        committing = True
-                        conn.execute("COMMIT", prepare=False)  # a plain Query message, as a proxy sees it
+                        # Pipeline mode: BEGIN and the transaction id travel with the first query, the
+                        # trailing writes with COMMIT, so a write costs about two round trips.
+                        with conn.pipeline():
+                            conn.execute("BEGIN", prepare=False)
+                            xid_cursor = conn.execute(
+                                "SELECT pg_current_xact_id()::text, pg_postmaster_start_time()::text", prepare=False
+                            )
+                            result = work(tx)
+                            row = xid_cursor.fetchone()
+                            assert row is not None
+                            xid, started = str(row[0]), str(row[1])
+                            committing = True
+                            conn.execute("COMMIT", prepare=False)
+                    else:
+                        result = work(tx)  # single statements, each its own snapshot (autocommit)
                 except BaseException:
-                    if not committing and not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
                         with contextlib.suppress(psycopg.Error):
                             conn.execute("ROLLBACK", prepare=False)
                     raise
         except psycopg.Error as exc:
             if _is_lost_connection(exc):
-                raise _Lost(exc, xid, committing, tx, result) from exc
+                raise _Lost(exc, xid, committing, tx, result, started) from exc
             raise
         self._cache(tx)
         return result  # type: ignore[no-any-return]
 
+    @contextlib.contextmanager
+    def _connection(self, deadline: float) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection, or one of its own when the pool has none within a second.
+
+        After a server restart the pool reconnects with a growing back-off; a
+        transaction should not wait for it when the server is already back.
+        """
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            conn = self._pool.getconn(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
+        except PoolTimeout:
+            with psycopg.connect(self._conninfo, **self._kwargs) as own:
+                self._configure(own)
+                yield own
+            return
+        try:
+            yield conn
+        finally:
+            self._pool.putconn(conn)
+
     def _commit_outcome(self, lost: _Lost, session_id: str | None, action: str) -> str:
-        """``committed`` or ``aborted``: what became of a transaction whose COMMIT lost its connection."""
+        """What became of a transaction whose COMMIT lost its connection: ``committed…`` or ``aborted``.
+
+        While the server has not restarted, its transaction id answers exactly
+        (``pg_xact_status``). After a restart it cannot: an id that never became
+        durable is handed out again. Then the transaction's own rows decide
+        (``committed (evidence)``), or, when they cannot, a clear error says so.
+        """
         import psycopg
 
         deadline = time.monotonic() + self.timeout
         delay = 0.02
         while True:
             try:
-                with self._pool.connection(timeout=max(0.05, deadline - time.monotonic())) as conn:
-                    row = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
-                status = row[0] if row else None
-                if status in ("committed", "aborted"):
-                    return str(status)
-                if status is None:
-                    break
+                # A connection of its own: after a restart the pool may still be backing off.
+                with psycopg.connect(self._conninfo, **self._kwargs) as conn:
+                    row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
+                    if row is not None and row[0] == lost.started and lost.xid is not None:
+                        status = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
+                        if status is not None and status[0] in ("committed", "aborted"):
+                            return str(status[0])
+                    else:
+                        verdict = self._verify(conn, lost.tx)
+                        if verdict is not None:
+                            return "committed (evidence)" if verdict else "aborted"
+                        break
             except psycopg.Error as exc:
                 if not _is_lost_connection(exc):
                     raise self._translate(exc, session_id, action) from None
@@ -463,10 +522,30 @@ class PostgresStore(Store):
             delay = min(delay * 2, 0.5)
         raise StoreError(
             f"cannot {action}: lost the connection to the database {self.url} while committing "
-            f"({_one_line(lost.cause)}) and could not learn within {self.timeout:g}s whether the change was stored; "
+            f"({_one_line(lost.cause)}) and could not learn whether the change was stored; "
             "check the session (nia session show) before retrying",
             session_id,
         )
+
+    @staticmethod
+    def _verify(conn: psycopg.Connection[Any], tx: _Tx | None) -> bool | None:
+        """Whether every row the transaction wrote is there as written (``None``: its rows cannot tell)."""
+        if tx is None:
+            return None
+        if not tx.evidence:
+            return True  # it wrote no rows: there is nothing to lose or duplicate
+        found = []
+        for what, query, params in tx.evidence:
+            row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
+            verdict = row[0] if row else None
+            if what == "pending" and not verdict:
+                return None  # gone, or promoted by another runner since: the rows cannot tell
+            found.append(verdict)
+        if all(v is True for v in found):
+            return True
+        if all(v is False for v in found):
+            return False
+        return None
 
     def _purge(self) -> None:
         """Drop pooled connections that died with the server."""
@@ -480,9 +559,13 @@ class PostgresStore(Store):
             if len(self._known) + len(tx.stored) > _KNOWN_LIMIT:
                 self._known.clear()
             self._known.update(tx.stored)
-            if len(self._texts) > _CACHE_LIMIT:
-                self._texts.clear()
-            self._texts.update(tx.read)
+            for text_id, text in tx.read.items():
+                if text_id not in self._texts and len(text) <= _CACHE_CHARS:
+                    if self._texts_size + len(text) > _CACHE_CHARS:
+                        self._texts.clear()
+                        self._texts_size = 0
+                    self._texts[text_id] = text
+                    self._texts_size += len(text)
 
     def _translate(
         self, exc: BaseException, session_id: str | None, action: str, *, retried: bool = True
@@ -545,7 +628,7 @@ class PostgresStore(Store):
         present = {row[0] for row in tx.all("SELECT id FROM blobs WHERE id = ANY(%s)", (unknown,))}
         missing = [i for i in unknown if i not in present]  # sorted: concurrent writers lock ids in one order
         if missing:
-            tx.conn.execute(
+            tx.send(
                 "INSERT INTO blobs (id, data) SELECT * FROM unnest(%s::text[], %s::bytea[])"
                 " ON CONFLICT (id) DO NOTHING",
                 (missing, [texts[i].encode("utf-8") for i in missing]),
@@ -568,13 +651,16 @@ class PostgresStore(Store):
             if content_id(text) == text_id:
                 tx.read[text_id] = text
 
-    def _put_snapshot(self, tx: _Tx, snapshot: Snapshot) -> str:
+    def _put_snapshot(self, tx: _Tx, snapshot: Snapshot, also: Mapping[str, str] | None = None) -> str:
+        """Store ``snapshot`` (and the texts ``also``, in the same round trip) content-addressed."""
         manifest, texts = snapshot_manifest(snapshot)
         snapshot_id = content_id(manifest)
         if self._is_known(snapshot_id):
+            if also:
+                self._put_texts(tx, also)
             return snapshot_id
-        self._put_texts(tx, texts)
-        tx.conn.execute(
+        self._put_texts(tx, {**texts, **(also or {})})
+        tx.send(
             "INSERT INTO snapshots (id, manifest) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (snapshot_id, manifest)
         )
         tx.stored.add(snapshot_id)
@@ -592,10 +678,8 @@ class PostgresStore(Store):
 
     # -- rows -----------------------------------------------------------------------------
 
-    def _session_row(self, tx: _Tx, session_id: str, *, lock: bool = False) -> SessionRecord:
-        """The session's record; with ``lock``, its row stays locked until the transaction ends."""
-        suffix = " FOR NO KEY UPDATE" if lock else ""
-        row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s{suffix}", (session_id,))
+    def _session_row(self, tx: _Tx, session_id: str) -> SessionRecord:
+        row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         return self._session_record(row)
@@ -630,11 +714,16 @@ class PostgresStore(Store):
             created=row[8],
         )
 
-    @staticmethod
-    def _next_seq(tx: _Tx, session_id: str) -> int:
-        row = tx.one("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s", (session_id,))
-        assert row is not None
-        return int(row[0])
+    def _lock(
+        self, tx: _Tx, session_id: str, *queries: tuple[str, Sequence[Any]]
+    ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
+        """Lock the session's row, and run ``queries`` right after it (one round trip); they see what it guards."""
+        lock = tx.send(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,))
+        cursors = [tx.send(query, params) for query, params in queries]
+        row = lock.fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r} in {self.url}")
+        return self._session_record(row), cursors
 
     @staticmethod
     def _insert_messages(
@@ -650,24 +739,42 @@ class PostgresStore(Store):
                 for i, m in enumerate(messages)
             ],
         )
+        for i, m in enumerate(messages):
+            tx.prove(
+                "message",
+                "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %s AND seq = %s AND kind = %s"
+                " AND body = %s AND created = %s)",
+                (session_id, seq + i, m.kind, message_body(m), created),
+            )
         return [
             Message(m.kind, m.text, m.tool_calls, m.tool_call_id, m.is_error, seq + i, epoch)
             for i, m in enumerate(messages)
         ]
 
-    def _swap(self, tx: _Tx, session_id: str, expected_revision: int, condition: str, value: Any) -> SessionRecord:
+    def _swap(
+        self,
+        tx: _Tx,
+        session_id: str,
+        expected_revision: int,
+        condition: str,
+        value: Any,
+        *queries: tuple[str, Sequence[Any]],
+    ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
         """The compare-and-swap: bump the revision only if it is still ``expected_revision`` and ``condition`` holds.
 
         PostgreSQL re-evaluates the condition on the newest row version after
         waiting for a concurrent writer, so exactly one of two racing swaps wins.
+        The winner holds the row's lock; ``queries`` run right after the swap.
         """
-        row = tx.one(
+        swap = tx.send(
             f"UPDATE sessions SET revision = revision + 1 WHERE id = %s AND revision = %s AND {condition}"
             f" RETURNING {_SESSION_COLUMNS}",
             (session_id, expected_revision, value),
         )
+        cursors = [tx.send(query, params) for query, params in queries]
+        row = swap.fetchone()
         if row is not None:
-            return self._session_record(row)
+            return self._session_record(row), cursors
         session = self._session_row(tx, session_id)
         if condition.startswith("location") and session.location != value:
             raise RevisionConflict(session_id, f"moved to {session.location}")
@@ -679,10 +786,14 @@ class PostgresStore(Store):
         new_id = session_id or secrets.token_hex(6)
 
         def work(tx: _Tx) -> SessionRecord:
+            created = now()
             row = tx.one(
                 "INSERT INTO sessions (id, location, model, created) VALUES (%s, %s, %s, %s)"
                 f" ON CONFLICT (id) DO NOTHING RETURNING {_SESSION_COLUMNS}",
-                (new_id, location, model, now()),
+                (new_id, location, model, created),
+            )
+            tx.prove(
+                "session", "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = %s AND created = %s)", (new_id, created)
             )
             if row is None:
                 raise StoreError(f"a session with this id already exists in {self.url}", new_id)
@@ -802,44 +913,53 @@ class PostgresStore(Store):
 
         def work(tx: _Tx) -> None:
             # Locked so a concurrent promote sees this input wholly before or wholly after it.
-            self._session_row(tx, session_id, lock=True)
-            tx.conn.execute(
-                "INSERT INTO pending (session_id, kind, body, created) VALUES (%s, %s, %s, %s)",
-                (session_id, message.kind, message_body(message), now()),
+            self._lock(tx, session_id)
+            row = (session_id, message.kind, message_body(message), now())
+            tx.send("INSERT INTO pending (session_id, kind, body, created) VALUES (%s, %s, %s, %s)", row)
+            tx.prove(
+                "pending",
+                "SELECT EXISTS (SELECT 1 FROM pending WHERE session_id = %s AND kind = %s AND body = %s"
+                " AND created = %s)",
+                row,
             )
 
         self._run(session_id, "keep the input", work, write=True)
 
     def promote(self, session_id: str, *, location: str) -> list[Message]:
         def work(tx: _Tx) -> list[Message]:
-            session = self._session_row(tx, session_id, lock=True)
+            session, (pending, next_seq) = self._lock(
+                tx,
+                session_id,
+                ("SELECT id, kind, body FROM pending WHERE session_id = %s ORDER BY id", (session_id,)),
+                (_NEXT_SEQ, (session_id,)),
+            )
             if session.epoch is None:
                 raise RevisionConflict(session_id, "no active epoch (moved?)")
             if session.location != location:
                 raise RevisionConflict(session_id, f"moved to {session.location}")
-            rows = tx.all("SELECT id, kind, body FROM pending WHERE session_id = %s ORDER BY id", (session_id,))
+            rows = pending.fetchall()
             if not rows:
                 return []
             messages = [
                 message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
                 for pending_id, kind, body in rows
             ]
-            promoted = self._insert_messages(
-                tx, session_id, self._next_seq(tx, session_id), session.epoch, messages, None
-            )
-            tx.conn.execute("DELETE FROM pending WHERE id = ANY(%s)", ([row[0] for row in rows],))
+            promoted = self._insert_messages(tx, session_id, _first(next_seq), session.epoch, messages, None)
+            tx.send("DELETE FROM pending WHERE id = ANY(%s)", ([row[0] for row in rows],))
             return promoted
 
         return self._run(session_id, "promote the input", work, write=True)
 
     def append(self, session_id: str, message: Message) -> Message:
         def work(tx: _Tx) -> Message:
-            session = self._session_row(tx, session_id, lock=True)
-            epoch = session.epoch
-            if epoch is None:
-                row = tx.one("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,))
-                epoch = None if row is None else row[0]
-            return self._insert_messages(tx, session_id, self._next_seq(tx, session_id), epoch, [message], None)[0]
+            session, (next_seq, latest) = self._lock(
+                tx,
+                session_id,
+                (_NEXT_SEQ, (session_id,)),
+                ("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,)),
+            )
+            epoch = session.epoch if session.epoch is not None else latest.fetchone()[0]  # type: ignore[index]
+            return self._insert_messages(tx, session_id, _first(next_seq), epoch, [message], None)[0]
 
         return self._run(session_id, f"store the {message.kind} message", work, write=True)
 
@@ -862,19 +982,24 @@ class PostgresStore(Store):
         baseline_id = content_id("".join(segments))
 
         def work(tx: _Tx) -> SessionRecord:
-            session = self._swap(tx, session_id, expected_revision, "location = %s", location)
-            snapshot_id = self._put_snapshot(tx, snapshot)
-            self._put_texts(tx, segment_texts)
-            row = tx.one("SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = %s", (session_id,))
-            assert row is not None
-            number = int(row[0])
-            seq = self._next_seq(tx, session_id)
+            session, (next_number, next_seq) = self._swap(
+                tx,
+                session_id,
+                expected_revision,
+                "location = %s",
+                location,
+                ("SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = %s", (session_id,)),
+                (_NEXT_SEQ, (session_id,)),
+            )
+            number, seq = _first(next_number), _first(next_seq)
+            snapshot_id = self._put_snapshot(tx, snapshot, also=segment_texts)
             history_from, summary_seq = session.history_from, session.summary_seq
             if compaction is not None:
                 self._insert_messages(tx, session_id, seq, number, [Message("summary", compaction.summary)], None)
                 summary_seq = seq
                 history_from = max(history_from, compaction.covers_upto + 1)
-            tx.conn.execute(
+            created = now()
+            tx.send(
                 "INSERT INTO epochs (session_id, number, baseline_id, segments, initial_snapshot_id, snapshot_id,"
                 " start_seq, model, location, reason, created) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
                 (
@@ -888,16 +1013,27 @@ class PostgresStore(Store):
                     model,
                     location,
                     reason,
-                    now(),
+                    created,
                 ),
             )
-            updated = tx.one(
+            tx.prove(
+                "epoch",
+                "SELECT EXISTS (SELECT 1 FROM epochs WHERE session_id = %s AND number = %s AND baseline_id = %s"
+                " AND created = %s)",
+                (session_id, number, baseline_id, created),
+            )
+            tx.send(
                 "UPDATE sessions SET epoch = %s, history_from = %s, summary_seq = %s,"
-                f" compaction = CASE WHEN %s THEN NULL ELSE compaction END WHERE id = %s RETURNING {_SESSION_COLUMNS}",
+                " compaction = CASE WHEN %s THEN NULL ELSE compaction END WHERE id = %s",
                 (number, history_from, summary_seq, compaction is not None, session_id),
             )
-            assert updated is not None
-            return self._session_record(updated)
+            return dataclasses.replace(
+                session,
+                epoch=number,
+                history_from=history_from,
+                summary_seq=summary_seq,
+                compaction=None if compaction is not None else session.compaction,
+            )
 
         return self._run(session_id, "store the new context epoch", work, write=True)
 
@@ -905,13 +1041,15 @@ class PostgresStore(Store):
         self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
     ) -> Message:
         def work(tx: _Tx) -> Message:
-            self._swap(tx, session_id, expected_revision, "epoch = %s", epoch)
+            _, (next_seq,) = self._swap(
+                tx, session_id, expected_revision, "epoch = %s", epoch, (_NEXT_SEQ, (session_id,))
+            )
+            seq = _first(next_seq)
             snapshot_id = self._put_snapshot(tx, snapshot)
-            seq = self._next_seq(tx, session_id)
             message = self._insert_messages(tx, session_id, seq, epoch, [Message("system_update", text)], snapshot_id)[
                 0
             ]
-            tx.conn.execute(
+            tx.send(
                 "UPDATE epochs SET snapshot_id = %s WHERE session_id = %s AND number = %s",
                 (snapshot_id, session_id, epoch),
             )
@@ -930,7 +1068,17 @@ class PostgresStore(Store):
             )
             if row is None:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            return self._session_record(row)
+            record = self._session_record(row)
+            # Landed: the row is at our revision, as we left it. Lost: still below it, or someone else's there.
+            # Moved further on by others: cannot tell (NULL).
+            tx.prove(
+                "session",
+                "SELECT CASE WHEN revision < %s THEN false WHEN revision > %s THEN NULL"
+                " ELSE location = %s AND model = %s AND epoch IS NOT DISTINCT FROM %s"
+                " AND compaction IS NOT DISTINCT FROM %s END FROM sessions WHERE id = %s",
+                (record.revision, record.revision, record.location, record.model, record.epoch, row[8], session_id),
+            )
+            return record
 
         return self._run(session_id, action, work, write=True)
 
@@ -968,6 +1116,16 @@ def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
         ) from None
     libpq_url = urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))
     return PostgresStore(libpq_url, timeout=timeout, pool_size=pool_size, migrate=migrate)
+
+
+_NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s"
+"""The next history number; read only while holding the session's row lock, so it is never taken twice."""
+
+
+def _first(cursor: psycopg.Cursor[Any]) -> int:
+    row = cursor.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def _qualified(alias: str, columns: str) -> str:

@@ -1,0 +1,237 @@
+"""Boundaries per second on SQLite and PostgreSQL with 1, 4 and 16 concurrent runner processes.
+
+    python bench/bench_boundaries.py [--seconds 3] [--runners 1,4,16]
+
+Each runner is a process driving its own session through full turns: the safe
+provider-turn boundary (observe, promote, reconcile), a provider that answers
+at once, and the stored reply; every fourth turn the session's context changes,
+so a mid-conversation system message is admitted. The figure is turns completed
+per second by all runners together, over a fixed wall-clock window after every
+runner has opened its store and run one warm-up turn.
+
+Stores: SQLite (WAL, one file, the default), PostgreSQL through the pooled
+``PostgresStore``, and the naive baseline: the same store opening a new
+connection for every transaction (what a runner pays without a pool).
+
+PostgreSQL is ``NIA_TEST_POSTGRES_URL`` or a ``postgresql://`` ``NIA_DB``;
+without either, a throwaway local cluster is started when PostgreSQL's server
+binaries are installed (see tests/postgres/pg_server.py), else only SQLite runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import os
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nia_core import UNAVAILABLE, ContextSource, SystemContext
+from nia_core.sessions import ModelRequest, Reply, Store, open_store, run_turn
+
+HERE = Path(__file__).resolve().parent
+
+
+class ConstantProvider:
+    """Answers at once, so the timings are nia's and the database's own."""
+
+    name = "constant"
+
+    def lower(self, request: ModelRequest) -> dict[str, Any]:
+        return {}
+
+    def send(self, request: ModelRequest, *, stream: Any = None) -> Reply:
+        return Reply("ok")
+
+
+PROVIDER = ConstantProvider()
+
+
+def context_for(location: str) -> SystemContext:
+    value_file = Path(location) / "value.json"
+
+    def load() -> Any:
+        try:
+            return json.loads(value_file.read_text())
+        except (OSError, ValueError):
+            return UNAVAILABLE
+
+    return SystemContext(
+        [
+            ContextSource("bench/where", load=lambda: location, baseline=lambda v: f"You work in {v}."),
+            ContextSource(
+                "bench/value",
+                load=load,
+                baseline=lambda v: f"The value is {v}.",
+                update=lambda old, new: f"The value changed from {old} to {new}.",
+            ),
+        ]
+    )
+
+
+def set_value(location: Path, value: Any) -> None:
+    tmp = location / f".value.{os.getpid()}"
+    tmp.write_text(json.dumps(value))
+    os.replace(tmp, location / "value.json")
+
+
+class ConnectPerTransaction:
+    """Stands in for the pool: a fresh connection per transaction, closed after it (the naive baseline)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    @contextlib.contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Any]:
+        import psycopg
+
+        conn = psycopg.connect(self.store._conninfo, **self.store._kwargs)
+        try:
+            self.store._configure(conn)
+            yield conn
+        finally:
+            conn.close()
+
+    def check(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def open_for(kind: str, url: str) -> Store:
+    store = open_store(url)
+    if kind == "postgres-naive":
+        pool = store._pool  # type: ignore[attr-defined]
+        store._pool = ConnectPerTransaction(store)  # type: ignore[attr-defined]
+        pool.close()
+    return store
+
+
+def runner(kind: str, url: str, folder: str, seconds: float, barrier: Any) -> None:
+    """One runner process; writes ``[turns, seconds, last kind]`` or ``["error", message]`` to FOLDER/result.json."""
+    code = 0
+    result: list[Any]
+    try:
+        location = Path(folder)
+        location.mkdir(parents=True, exist_ok=True)
+        set_value(location, 0)
+        with open_for(kind, url) as store:
+            session_id = store.create_session(str(location), "echo/echo").id
+            run_turn(store, session_id, context_for, lambda _m: PROVIDER, text="warm-up")
+            barrier.wait(timeout=300)
+            started = time.perf_counter()
+            turns = 0
+            while time.perf_counter() - started < seconds:
+                if turns % 4 == 3:
+                    set_value(location, turns)
+                run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turns}")
+                turns += 1
+            result = [turns, time.perf_counter() - started, store.history(session_id)[-1].message.kind]
+    except BaseException as exc:
+        result = ["error", f"{type(exc).__name__}: {exc}", ""]
+        code = 1
+    (Path(folder) / "result.json").write_text(json.dumps(result))
+    os._exit(code)
+
+
+def measure(kind: str, url: str, runners: int, seconds: float, folder: Path) -> float:
+    """Turns per second of ``runners`` processes together."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(runners + 1)
+    folders = [folder / f"r{i}" for i in range(runners)]
+    processes = [context.Process(target=runner, args=(kind, url, str(place), seconds, barrier)) for place in folders]
+    for process in processes:
+        process.start()
+    try:
+        barrier.wait(timeout=300)
+    except Exception:
+        pass  # a runner failed during setup; its error is in the queue
+    for process in processes:
+        process.join(timeout=seconds + 300)
+    outcomes = [json.loads((place / "result.json").read_text()) for place in folders]
+    errors = [o[1] for o in outcomes if o[0] == "error"]
+    if errors:
+        raise SystemExit(f"{kind} with {runners} runners failed: {errors[0]}")
+    assert all(o[2] == "assistant" for o in outcomes)
+    total = sum(o[0] for o in outcomes)
+    return total / max(o[1] for o in outcomes)
+
+
+def postgres_url() -> tuple[str | None, Any]:
+    """A server URL and whatever must be stopped afterwards (a throwaway cluster), or ``(None, reason)``."""
+    for name in ("NIA_TEST_POSTGRES_URL", "NIA_DB"):
+        url = os.environ.get(name, "")
+        if url.startswith(("postgresql://", "postgres://")):
+            return url, None
+    sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
+    import pg_server
+
+    bin_dir = pg_server.server_bin_dir()
+    if bin_dir is None:
+        return None, "no PostgreSQL: set NIA_TEST_POSTGRES_URL or install the server"
+    cluster = pg_server.Cluster(bin_dir, max_connections=300).start()
+    return cluster.url, cluster
+
+
+@contextlib.contextmanager
+def fresh_postgres(url: str) -> Iterator[str]:
+    sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
+    import pg_server
+
+    with pg_server.fresh_schema(url) as schema_url:
+        yield schema_url
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="measuring window per cell")
+    parser.add_argument("--runners", default="1,4,16", help="comma-separated runner counts")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.runners.split(",")]
+
+    server, cluster = postgres_url()
+    kinds = ["sqlite"] + (["postgres", "postgres-naive"] if server else [])
+    rows: dict[str, list[float]] = {}
+    try:
+        with tempfile.TemporaryDirectory(prefix="nia-bench-") as tmp:
+            for kind in kinds:
+                rows[kind] = []
+                for runners in counts:
+                    folder = Path(tmp) / f"{kind}-{runners}-{secrets.token_hex(3)}"
+                    folder.mkdir()
+                    if kind == "sqlite":
+                        rows[kind].append(measure(kind, f"sqlite://{folder}/nia.db", runners, args.seconds, folder))
+                    else:
+                        with fresh_postgres(server or "") as url:  # type: ignore[arg-type]
+                            open_store(url).close()  # migrate once, before the runners race
+                            rows[kind].append(measure(kind, url, runners, args.seconds, folder))
+    finally:
+        if cluster is not None and not isinstance(cluster, str):
+            cluster.destroy()
+
+    labels = {
+        "sqlite": "SQLite (WAL, one file)",
+        "postgres": "PostgreSQL, pooled (PostgresStore)",
+        "postgres-naive": "PostgreSQL, connect per transaction (naive)",
+    }
+    print(f"Turns per second (boundary + provider + stored reply), all runners together; {args.seconds:g}s each;")
+    print(f"each runner a process on its own session; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    header = f"{'store':<46}" + "".join(f"{f'{n} runner' + ('s' if n > 1 else ''):>13}" for n in counts)
+    print(header)
+    print("-" * len(header))
+    for kind, values in rows.items():
+        print(f"{labels[kind]:<46}" + "".join(f"{v:>13.0f}" for v in values))
+    if not server:
+        print(f"(PostgreSQL skipped: {cluster})")
+
+
+if __name__ == "__main__":
+    main()
