@@ -19,22 +19,37 @@ def signature(stat: os.stat_result) -> Signature:
 
 
 class StatCache:
-    """A cache of file contents keyed by path, re-read when the stat signature changes."""
+    """A cache of file contents keyed by path, re-read when the stat signature changes.
+
+    An unchanged file costs one ``stat`` and hands back the very same object
+    as last time; a changed one is opened, and its signature taken from the
+    open file (``fstat``), so what is cached matches the bytes read.
+    """
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[Signature, bytes]] = {}
-        self._texts: dict[str, tuple[bytes, str]] = {}
+        self._texts: dict[str, tuple[Signature, str]] = {}
         self._lock = threading.Lock()
 
-    def read_bytes(self, path: str | os.PathLike[str], limit: int | None = None) -> bytes:
-        """The file's bytes (at most ``limit``); raises ``OSError`` like :func:`open`."""
-        key = os.fspath(path)
+    @staticmethod
+    def _unchanged(key: str, cached: tuple[Signature, object] | None) -> bool:
+        if cached is None:
+            return False
+        stat = os.stat(key)  # raises OSError like open() would
+        return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino) == cached[0]
+
+    def _read(self, key: str) -> tuple[Signature, bytes]:
         with open(key, "rb") as handle:
             sig = signature(os.fstat(handle.fileno()))
-            cached = self._entries.get(key)
-            if cached is not None and cached[0] == sig:
-                return cached[1]
-            data = handle.read() if limit is None else handle.read(limit)
+            return sig, handle.read()
+
+    def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
+        """The file's bytes; raises ``OSError`` like :func:`open`."""
+        key = os.fspath(path)
+        cached = self._entries.get(key)
+        if cached is not None and self._unchanged(key, cached):
+            return cached[1]
+        sig, data = self._read(key)
         with self._lock:
             self._entries[key] = (sig, data)
         return data
@@ -43,26 +58,22 @@ class StatCache:
         """The cached bytes if a ``stat`` shows the file unchanged, else ``None``."""
         key = os.fspath(path)
         cached = self._entries.get(key)
-        if cached is None:
-            return None
         try:
-            sig = signature(os.stat(key))
+            return cached[1] if cached is not None and self._unchanged(key, cached) else None
         except OSError:
             return None
-        return cached[1] if cached[0] == sig else None
 
     def read_text(self, path: str | os.PathLike[str]) -> str:
-        """Decoded text, cached alongside the bytes so an unchanged file returns the same ``str``."""
+        """Decoded text (UTF-8, undecodable bytes replaced); the same ``str`` while the file is unchanged."""
         key = os.fspath(path)
-        data = self.stat_unchanged(key)
-        if data is not None:
-            text = self._texts.get(key)
-            if text is not None and text[0] is data:
-                return text[1]
-        data = self.read_bytes(key)
-        decoded = data.decode("utf-8", errors="replace")
-        self._texts[key] = (data, decoded)
-        return decoded
+        cached = self._texts.get(key)
+        if cached is not None and self._unchanged(key, cached):
+            return cached[1]
+        sig, data = self._read(key)
+        text = data.decode("utf-8", errors="replace")
+        with self._lock:
+            self._texts[key] = (sig, text)
+        return text
 
     def forget(self, path: str | os.PathLike[str] | None = None) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ SLOW_AFTER = 0.02
 """Seconds a call may run before another worker is started beside it."""
 
 OutcomeStatus = Literal["ok", "error", "timeout"]
-_PLAIN = (str, bytes, int, float, bool, tuple, list, dict, frozenset, type(None))
+_PLAIN_TYPES = frozenset({str, bytes, int, float, bool, tuple, list, dict, frozenset, type(None)})
 
 
 class Outcome(NamedTuple):
@@ -66,14 +66,11 @@ class _Round:
             self.done.set()
 
     def sync_worker(self) -> None:
-        calls, started, indexes, settle, clock = (
-            self.calls,
-            self.started,
-            self.sync_indexes,
-            self.settle,
-            time.monotonic,
-        )
-        total = len(indexes)
+        # The hot loop: 1,000 file-backed loaders cost ~8 µs each, so every attribute
+        # lookup and call here is bound once (settle() is inlined).
+        calls, started, indexes, total = self.calls, self.started, self.sync_indexes, len(self.sync_indexes)
+        claim, finished, count, done = self.results.setdefault, self.finished, self.count, self.done
+        clock, plain, make = time.monotonic, _PLAIN_TYPES, tuple.__new__
         for position in self.next_sync:
             if position >= total:
                 return
@@ -81,14 +78,16 @@ class _Round:
             begun = started[index] = clock()
             try:
                 value = calls[index]()
-                if type(value) not in _PLAIN and inspect.isawaitable(value):
+                if type(value) not in plain and inspect.isawaitable(value):
                     import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import
 
                     value = asyncio.run(_await(value))
             except Exception as exc:  # noqa: BLE001 - reported to the caller, never raised
-                settle(index, Outcome("error", None, exc, clock() - begun))
+                outcome = make(Outcome, ("error", None, exc, clock() - begun))
             else:
-                settle(index, Outcome("ok", value, None, clock() - begun))
+                outcome = make(Outcome, ("ok", value, None, clock() - begun))
+            if claim(index, outcome) is outcome and next(finished) == count:
+                done.set()
 
     def async_worker(self) -> None:
         import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import

@@ -34,23 +34,21 @@ class Observation(NamedTuple):
 
 def observe(sources: Sequence[ContextSource], default_timeout: float = DEFAULT_TIMEOUT) -> list[Observation]:
     """Call every source's loader once; observations come back in composition order."""
-    timeouts = [s.timeout if s.timeout is not None else default_timeout for s in sources]
+    timeouts = [default_timeout if s.timeout is None else s.timeout for s in sources]
     outcomes = call_all([s.load for s in sources], timeouts, [s.asynchronous for s in sources])
-    observations = []
-    for source, timeout, outcome in zip(sources, timeouts, outcomes, strict=True):
+    observations: list[Observation] = []
+    append, make = observations.append, tuple.__new__
+    for source, timeout, (status, value, error, seconds) in zip(sources, timeouts, outcomes, strict=True):
         key = source.key
-        if outcome.status == "ok" and outcome.value is not UNAVAILABLE:
-            observations.append(Observation(key, outcome.value, "ok", "", outcome.seconds))
-            continue
-        if outcome.status == "timeout":
+        if status == "ok" and value is not UNAVAILABLE:
+            append(make(Observation, (key, value, "ok", "", seconds)))
+        elif status == "timeout":
             log.warning("context source %s: loader took longer than %gs; counted unavailable", key, timeout)
-            obs = Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout)
-        elif outcome.status == "error":
-            exc = outcome.error
-            reason = f"loader raised {type(exc).__name__}: {exc}"
+            append(Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout))
+        elif status == "error":
+            reason = f"loader raised {type(error).__name__}: {error}"
             log.warning("context source %s: %s", key, reason)
-            obs = Observation(key, UNAVAILABLE, "error", reason, outcome.seconds)
+            append(Observation(key, UNAVAILABLE, "error", reason, seconds))
         else:
-            obs = Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", outcome.seconds)
-        observations.append(obs)
+            append(Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds))
     return observations

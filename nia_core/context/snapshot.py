@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from nia_core.context.codec import canonical_json
@@ -55,6 +56,11 @@ class Snapshot(Mapping[str, SnapshotEntry]):
 
     def __repr__(self) -> str:
         return f"Snapshot({sorted(self._entries)})"
+
+    @property
+    def entries(self) -> Mapping[str, SnapshotEntry]:
+        """The entries as a read-only view of a plain dict (fast lookups in hot loops)."""
+        return MappingProxyType(self._entries)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain data for storage: ``{key: {"value": json, "removal": text|None}}``."""

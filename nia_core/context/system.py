@@ -321,8 +321,9 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAUL
     # First pass: decide whether the baseline must be replaced, before any update renderer runs.
     changed: list[tuple[ContextSource, Any, Any, str]] = []
     added: list[tuple[ContextSource, Any, str]] = []
+    stored = snapshot.entries  # the plain dict: this loop runs once per source per boundary
     for source, value, encoded in available:
-        entry = snapshot.get(source.key)
+        entry = stored.get(source.key)
         if entry is None:
             added.append((source, value, encoded))
         elif entry.value != encoded:
@@ -332,7 +333,7 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAUL
                 reason = f"stored value of {source.key} can no longer be decoded ({type(exc).__name__}: {exc})"
                 return _replacement(ctx, available, unavailable, snapshot, reason, observed)
             changed.append((source, previous, value, encoded))
-    gone = sorted(key for key in snapshot if key not in present)
+    gone = sorted(key for key in stored if key not in present)
     for key in gone:
         if snapshot[key].removal is None:
             reason = f"{key} is gone and has no removal text"
