@@ -15,7 +15,7 @@ from nia_core.errors import NiaError
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
 
 
-class NiaError_(click.ClickException):
+class ReportedError(click.ClickException):
     """A :class:`NiaError` on its way out of click, keeping its exit code."""
 
     def __init__(self, message: str, exit_code: int) -> None:
@@ -78,7 +78,7 @@ class NiaGroup(click.Group):
         except NiaError as exc:
             if App.of(ctx).debug:
                 raise
-            raise NiaError_(str(exc), exc.exit_code) from None
+            raise ReportedError(str(exc), exc.exit_code) from None
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except BrokenPipeError:
@@ -86,4 +86,6 @@ class NiaGroup(click.Group):
         except Exception as exc:
             if App.of(ctx).debug:
                 raise
-            raise NiaError_(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1) from None
+            raise ReportedError(
+                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+            ) from None
