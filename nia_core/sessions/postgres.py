@@ -54,13 +54,13 @@ from nia_core.sessions.errors import (
 from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
     baseline_from_texts,
-    compaction_from_json,
     compaction_json,
     content_id,
     manifest_ids,
     message_body,
     message_from_row,
     parse_segments,
+    session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
 )
@@ -682,22 +682,7 @@ class PostgresStore(Store):
         row = tx.one(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s", (session_id,))
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
-        return self._session_record(row)
-
-    @staticmethod
-    def _session_record(row: Sequence[Any]) -> SessionRecord:
-        session_id = row[0]
-        return SessionRecord(
-            id=session_id,
-            location=row[1],
-            model=row[2],
-            created=row[3],
-            revision=int(row[4]),
-            epoch=row[5],
-            history_from=int(row[6]),
-            summary_seq=None if row[7] is None else int(row[7]),
-            compaction=compaction_from_json(session_id, row[8]),
-        )
+        return session_from_row(row)
 
     @staticmethod
     def _epoch_record(row: Sequence[Any]) -> EpochRecord:
@@ -723,7 +708,7 @@ class PostgresStore(Store):
         row = lock.fetchone()
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
-        return self._session_record(row), cursors
+        return session_from_row(row), cursors
 
     @staticmethod
     def _insert_messages(
@@ -774,7 +759,7 @@ class PostgresStore(Store):
         cursors = [tx.send(query, params) for query, params in queries]
         row = swap.fetchone()
         if row is not None:
-            return self._session_record(row), cursors
+            return session_from_row(row), cursors
         session = self._session_row(tx, session_id)
         if condition.startswith("location") and session.location != value:
             raise RevisionConflict(session_id, f"moved to {session.location}")
@@ -797,7 +782,7 @@ class PostgresStore(Store):
             )
             if row is None:
                 raise StoreError(f"a session with this id already exists in {self.url}", new_id)
-            return self._session_record(row)
+            return session_from_row(row)
 
         return self._run(new_id, "create the session", work, write=True)
 
@@ -821,7 +806,7 @@ class PostgresStore(Store):
     def sessions(self) -> list[SessionRecord]:
         def work(tx: _Tx) -> list[SessionRecord]:
             rows = tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id")
-            return [self._session_record(row) for row in rows]
+            return [session_from_row(row) for row in rows]
 
         return self._run(None, "list the sessions", work, write=False)
 
@@ -839,7 +824,7 @@ class PostgresStore(Store):
             )
             if row is None:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            session = self._session_record(row[:9])
+            session = session_from_row(row[:9])
             epoch = None
             if session.epoch is not None:
                 epoch = self._active_epoch(tx, session_id, session.epoch, row[9:19], row[19])
@@ -1068,7 +1053,7 @@ class PostgresStore(Store):
             )
             if row is None:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            record = self._session_record(row)
+            record = session_from_row(row)
             # Landed: the row is at our revision, as we left it. Lost: still below it, or someone else's there.
             # Moved further on by others: cannot tell (NULL).
             tx.prove(

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.sessions.errors import CorruptRecord
 from nia_core.sessions.messages import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.store import PendingCompaction
+from nia_core.sessions.store import PendingCompaction, SessionRecord
 
 
 def content_id(text: str) -> str:
@@ -192,3 +192,20 @@ def compaction_from_json(session_id: str, raw: str | None) -> PendingCompaction 
         return PendingCompaction(str(data["summary"]), int(data["covers_upto"]))
     except (TypeError, ValueError, KeyError) as exc:
         raise CorruptRecord(f"the pending compaction is damaged ({exc})", session_id) from None
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """A ``sessions`` row (id, location, model, created, revision, epoch, history_from,
+    summary_seq, compaction), the same in every backend's column order."""
+    session_id = row[0]
+    return SessionRecord(
+        id=session_id,
+        location=row[1],
+        model=row[2],
+        created=row[3],
+        revision=int(row[4]),
+        epoch=row[5],
+        history_from=int(row[6]),
+        summary_seq=None if row[7] is None else int(row[7]),
+        compaction=compaction_from_json(session_id, row[8]),
+    )

@@ -32,13 +32,13 @@ from nia_core.sessions.errors import (
 from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
     baseline_from_texts,
-    compaction_from_json,
     compaction_json,
     content_id,
     manifest_ids,
     message_body,
     message_from_row,
     parse_segments,
+    session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
 )
@@ -346,21 +346,7 @@ class SQLiteStore(Store):
         row = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.path}")
-        return self._session_record(row)
-
-    def _session_record(self, row: Sequence[Any]) -> SessionRecord:
-        session_id = row[0]
-        return SessionRecord(
-            id=session_id,
-            location=row[1],
-            model=row[2],
-            created=row[3],
-            revision=row[4],
-            epoch=row[5],
-            history_from=row[6],
-            summary_seq=row[7],
-            compaction=compaction_from_json(session_id, row[8]),
-        )
+        return session_from_row(row)
 
     @staticmethod
     def _epoch_record(row: Sequence[Any]) -> EpochRecord:
@@ -420,7 +406,7 @@ class SQLiteStore(Store):
     def sessions(self) -> list[SessionRecord]:
         with self._read(None, "list the sessions") as conn:
             rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id").fetchall()
-        return [self._session_record(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     def state(self, session_id: str) -> SessionState:
         with self._read(session_id, "read the session") as conn:
