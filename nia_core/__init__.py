@@ -10,6 +10,7 @@ This module is the plugin author's API. A plugin that contributes one source::
                               baseline=lambda v: f"Hello, {v}.")]
 """
 
+from nia_core.about import __version__
 from nia_core.context import (
     DEFAULT_TIMEOUT,
     JSON,
@@ -40,8 +41,6 @@ from nia_core.errors import InitializationBlocked, NiaError, RenderError
 from nia_core.files import StatCache
 from nia_core.markers import hookimpl, hookspec
 from nia_core.project.sections import project_context_sources
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from nia_core.about import DISTRIBUTION
 from nia_core.cli.app import App
 from nia_core.cli.main import cli
 from nia_core.context import Location
@@ -167,8 +168,8 @@ def uninstall(packages: tuple[str, ...], yes: bool) -> None:
     for package in packages:
         record = installed.get(package)
         distribution = record.distribution if record is not None and record.distribution else package
-        if _normalize(distribution) == "nia":
-            raise UsageError("nia cannot uninstall itself here; use pip uninstall nia")
+        if _normalize(distribution) in {_normalize(DISTRIBUTION), "nia"}:
+            raise UsageError(f"nia cannot uninstall itself here; use pip uninstall {DISTRIBUTION}")
         if distribution not in distributions:
             distributions.append(distribution)
     leaving = sorted(

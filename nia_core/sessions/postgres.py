@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from nia_core.about import DISTRIBUTION
 from nia_core.context import Snapshot
 from nia_core.sessions.errors import (
     CorruptRecord,
@@ -166,7 +167,8 @@ def _psycopg() -> Any:
         import psycopg_pool  # noqa: F401 - checked here so the error names the missing extra
     except ImportError:
         raise UnsupportedDatabase(
-            "NIA_DB is a PostgreSQL URL but psycopg is not installed; install it with: pip install 'nia[postgres]'"
+            "NIA_DB is a PostgreSQL URL but psycopg is not installed;"
+            f" install it with: pip install '{DISTRIBUTION}[postgres]'"
         ) from None
     return psycopg
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from .conftest import run
 
 
@@ -50,11 +52,12 @@ def test_uninstalling_what_is_not_installed_fails_with_pips_output(site):
     )
 
 
-def test_nia_will_not_uninstall_itself():
-    result = run("plugins", "uninstall", "--yes", "NIA")
+@pytest.mark.parametrize("name", ["NIA", "nia-context", "Nia_Context"])
+def test_nia_will_not_uninstall_itself(name):
+    result = run("plugins", "uninstall", "--yes", name)
 
     assert result.exit_code == 2
-    assert result.stderr == "Error: nia cannot uninstall itself here; use pip uninstall nia\n"
+    assert result.stderr == "Error: nia cannot uninstall itself here; use pip uninstall nia-context\n"
 
 
 def test_a_failed_install_shows_pips_output_and_exits_non_zero(tmp_path):
