@@ -9,6 +9,7 @@ import click
 from nia_core.cli.app import App
 from nia_core.cli.main import cli
 from nia_core.context import EMPTY_SNAPSHOT, ReplacementReady, replace
+from nia_core.project.toml import ConfigError
 
 
 @cli.group()
@@ -29,6 +30,9 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     """Print the baseline system context as it would be sent."""
     app = App.of(ctx)
     host, view = app.open(location)
+    broken = host.config_problem(view.location)
+    if broken is not None:  # a session would keep its context as it was; here there is nothing to show
+        raise ConfigError(broken)
     assembly = host.assemble(view)
     result = replace(assembly.context, EMPTY_SNAPSHOT, timeout=host.timeout)
     assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from nia_core import stdio
 from nia_core.cli.app import App
 from nia_core.errors import NiaError
 
@@ -71,6 +72,11 @@ class NiaGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every invocation (console script or test runner) keeps plugins' prints off stdout."""
+        with stdio.protect():
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -18,11 +18,13 @@ from typing import Any
 
 import pluggy
 
-from nia_core import hookspecs
+from nia_core import hookspecs, stdio
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import DEFAULT_TIMEOUT
 from nia_core.errors import NiaError, RenderError
+from nia_core.host.importing import describe, import_deadline
 from nia_core.host.plugin import Origin, PluginInfo
+from nia_core.process import is_user_interrupt
 from nia_core.project.toml import read_toml
 
 log = logging.getLogger("nia.host")
@@ -54,24 +56,32 @@ def _one_line_validation(exc: Exception) -> str:
 def _one_line_exception(exc: BaseException) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    return f"{describe(exc)}{where}"
 
 
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
-    def __init__(self, *, strict: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, *, strict: bool = False, timeout: float = DEFAULT_TIMEOUT, import_timeout: float | None = None
+    ) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
         self.registry = SystemContextRegistry(producer_timeout=timeout)
         self.strict = strict
         self.timeout = timeout
+        self.import_timeout = import_deadline() if import_timeout is None else import_timeout
+        """Seconds a plugin's import may take (``NIA_IMPORT_TIMEOUT``); see :mod:`nia_core.host.importing`."""
         self.plugins: dict[str, PluginInfo] = {}
         self.left_out: list[str] = []
         """Plugins not loaded at all (a name already taken), one message each, for ``nia plugins list``."""
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._config_cache: dict[Path, tuple[tuple[int, int] | None, dict[str, Any]]] = {}
+        self._config_errors: dict[Path, tuple[tuple[int, int] | None, NiaError]] = {}
+        self._warned: set[str] = set()
+        self.config_error: str | None = None
+        """Set when ``.nia/project.toml`` did not parse as the host loaded: ``[plugins] disabled`` was not applied."""
 
     # -- registration -----------------------------------------------------------------
 
@@ -85,6 +95,15 @@ class PluginHost:
             log.warning("plugin %r: %s", info.name, info.error)
         return info
 
+    def warn(self, info: PluginInfo, warning: str) -> None:
+        """A problem that leaves the plugin working: a warning (``strict`` raises)."""
+        with self._lock:
+            if warning not in info.warnings:
+                info.warnings.append(warning)
+        if self.strict:
+            raise PluginError(f"plugin {info.name!r}: {warning}")
+        log.warning("plugin %r: %s", info.name, warning)
+
     def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
         """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken."""
         name = info.name
@@ -92,11 +111,14 @@ class PluginHost:
             if self.pm.has_plugin(name):
                 self.unregister(name)
             try:
-                self.pm.register(plugin, name=name)
+                with stdio.PLUGIN_CODE:  # replays nia_location_opened: plugin code
+                    self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as exc:
                 info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
                 return self.record(info)
-            except Exception as exc:  # noqa: BLE001 - a historic hook replayed at registration raised
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
                 # pluggy leaves the plugin half-registered in that case: take it out again.
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
@@ -132,10 +154,13 @@ class PluginHost:
 
             def guarded(*args: Any, _function: Any = function) -> None:
                 try:
-                    _function(*args)
-                except Exception as exc:  # noqa: BLE001 - isolation: report the plugin, keep the others
+                    with stdio.PLUGIN_CODE:
+                        _function(*args)
+                except BaseException as exc:
+                    if is_user_interrupt(exc):
+                        raise
                     self.unregister(name)
-                    self._mark_broken(name, f"nia_location_opened raised {type(exc).__name__}: {exc}")
+                    self._mark_broken(name, f"nia_location_opened raised {describe(exc)}")
 
             guarded._nia_guarded = True  # type: ignore[attr-defined]
             impl.function = guarded  # type: ignore[misc]  # pluggy types it Final; it is a plain attribute
@@ -162,7 +187,20 @@ class PluginHost:
         return view
 
     def assemble(self, view: LocationContext) -> Assembly:
-        """Load the Location's context; misbehaving plugins are marked broken and left out."""
+        """Load the Location's context; misbehaving plugins are marked broken and left out.
+
+        What could not be listed is *withheld*, never removed (see
+        :class:`SystemContext`): while ``.nia/project.toml`` does not parse,
+        the whole context (nia cannot know which plugins it switches off, nor
+        their settings); when a plugin's hook fails, that plugin's sources
+        (its namespace, or every key for a plugin without one). Either way the
+        last admitted values stay in force and the model is told nothing.
+        """
+        broken = self.config_problem(view.location)
+        if broken is not None:
+            self._warn_once(broken)
+            handler = self._render_failed(Assembly(SystemContext(())))
+            return Assembly(SystemContext((), on_render_error=handler, withheld=("",)))
         assembly = view.assemble()
         by_contributor: dict[str, list[str]] = {}
         for key, contributor in assembly.contributors.items():
@@ -179,8 +217,68 @@ class PluginHost:
                     self.plugins[name].source_keys = []
         if self.strict and assembly.problems:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
-        context = SystemContext(assembly.context.sources, on_render_error=self._render_failed(assembly))
+        context = SystemContext(
+            assembly.context.sources,
+            on_render_error=self._render_failed(assembly),
+            withheld=self._withheld(assembly),
+        )
         return dataclasses.replace(assembly, context=context)
+
+    def _withheld(self, assembly: Assembly) -> list[str]:
+        prefixes: list[str] = []
+        for problem in assembly.problems:
+            if problem.kind == "duplicate-key":
+                continue  # the key is someone else's; this contribution's own keys are all it lost
+            info = self.plugins.get(problem.contribution)
+            namespace = info.namespace if info is not None else None
+            prefix = f"{namespace}/" if namespace else ""
+            if prefix not in prefixes:
+                prefixes.append(prefix)
+        return prefixes
+
+    def config_problem(self, location: Location) -> str | None:
+        """Why the Location's ``.nia/project.toml`` cannot be used now (one line), or ``None``."""
+        path = location.nia_dir / "project.toml"
+        try:
+            data = self._read_config(path)
+        except NiaError as exc:
+            return str(exc)
+        plugins = data.get("plugins", {})
+        if not isinstance(plugins, dict):
+            return f"{path}: [plugins] must be a table"
+        disabled = plugins.get("disabled", [])
+        if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
+            return f"{path}: plugins.disabled must be a list of plugin names"
+        self._warned.clear()  # fixed: say it again if it breaks again
+        return None
+
+    def already_reported(self, message: str) -> None:
+        """The caller told the user about this config problem itself: the host will not repeat it."""
+        self._warned.add(message)
+
+    def _warn_once(self, message: str) -> None:
+        if message in self._warned:
+            return
+        self._warned.add(message)
+        log.warning("%s; the context stays as it was until the file is fixed", message)
+
+    def _read_config(self, path: Path) -> dict[str, Any]:
+        """The parsed file, cached by modification time and size; raises its ``ConfigError``."""
+        key = _config_file_key(path)
+        failed = self._config_errors.get(path)
+        if failed is not None and failed[0] == key:
+            raise failed[1]
+        cached = self._config_cache.get(path)
+        if cached is None or cached[0] != key:
+            try:
+                data = read_toml(path) if key is not None else {}
+            except NiaError as exc:
+                self._config_errors[path] = (key, exc)
+                raise
+            cached = (key, data)
+            self._config_cache[path] = cached
+            self._config_errors.pop(path, None)
+        return cached[1]
 
     def _render_failed(self, assembly: Assembly) -> Callable[[RenderError], None]:
         """A renderer of a plugin's source failed: the engine sets the source aside; name the plugin."""
@@ -222,14 +320,7 @@ class PluginHost:
 
     def plugin_config(self, name: str, location: Location) -> dict[str, Any]:
         """The ``[plugins.NAME]`` table of the Location's ``.nia/project.toml``."""
-        path = location.nia_dir / "project.toml"
-        key = _config_file_key(path)
-        cached = self._config_cache.get(path)
-        if cached is None or cached[0] != key:
-            data = read_toml(path) if key is not None else {}
-            cached = (key, data)
-            self._config_cache[path] = cached
-        plugins = cached[1].get("plugins", {})
+        plugins = self._read_config(location.nia_dir / "project.toml").get("plugins", {})
         table = plugins.get(name, {}) if isinstance(plugins, dict) else {}
         return dict(table) if isinstance(table, dict) else {}
 
@@ -257,9 +348,12 @@ class PluginHost:
     def register_commands(self, cli: Any) -> None:
         for impl in self.pm.hook.nia_register_commands.get_hookimpls():
             try:
-                impl.function(cli=cli)
-            except Exception as exc:  # noqa: BLE001 - one plugin must not break the CLI
-                self._mark_broken(impl.plugin_name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
+                with stdio.PLUGIN_CODE:
+                    impl.function(cli=cli)
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
+                self._mark_broken(impl.plugin_name, f"nia_register_commands raised {describe(exc)}")
 
     def _mark_broken(self, name: str, error: str) -> None:
         info = self.plugins.get(name)
