@@ -47,7 +47,9 @@ class RenderError(NiaError):
     def __init__(self, key: str, renderer: str, reason: str) -> None:
         self.key = key
         self.renderer = renderer
-        super().__init__(f"context source {key!r}: {renderer} renderer {reason}")
+        self.reason = f"{renderer} renderer {reason}"
+        """What went wrong, without the key (the key is data: :attr:`key`)."""
+        super().__init__(f"context source {key!r}: {self.reason}")
 
 
 class InitializationBlocked(NiaError):

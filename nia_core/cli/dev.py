@@ -98,8 +98,12 @@ def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debu
         # Anything saved between loading and the watcher starting is caught by this full check.
         reload(session, None, printer, debug=debug)
         printer.watching(watcher)
+        folder = FolderPresence(session.location.path)
         while True:
             batch = watcher.next_batch(timeout=0.5)
+            news = folder.check()
+            if news:
+                printer.notice(news)
             if batch is None or batch:
                 reload(session, batch, printer, debug=debug)
     finally:
@@ -119,7 +123,27 @@ def reload(session: DevSession, batch: Batch, printer: Printer, *, debug: bool) 
         printer.result(result)
 
 
+class FolderPresence:
+    """Notices the folder ``nia dev`` runs in going away (deleted, renamed) and coming back."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.present = True
+
+    def check(self) -> str | None:
+        present = self.path.is_dir()
+        if present == self.present:
+            return None
+        self.present = present
+        if present:
+            return f"{self.path} exists again; reloading"
+        return f"{self.path} no longer exists; its plugins are unloaded, watching for it to come back"
+
+
 class Printer:
+    def notice(self, message: str) -> None:
+        raise NotImplementedError
+
     def baseline(self, session: DevSession, baseline: Baseline) -> None:
         raise NotImplementedError
 
@@ -184,6 +208,9 @@ class TextPrinter(Printer):
             click.secho(f"Error: {problem}", fg="red")
         _print_outcome(result.outcome)
 
+    def notice(self, message: str) -> None:
+        click.secho(f"Warning: {message}", fg="yellow", err=True)
+
     def crash(self, exc: Exception) -> None:
         click.secho(f"Error: reload failed: {type(exc).__name__}: {exc} (still watching)", fg="red")
 
@@ -213,7 +240,7 @@ def _print_outcome(outcome: Reconciliation | None) -> None:
 
 
 class JsonPrinter(Printer):
-    """One JSON object per line: ``baseline``, ``watching``, ``reload``, ``error``, ``stopped``."""
+    """One JSON object per line: ``baseline``, ``watching``, ``reload``, ``error``, ``problem``, ``stopped``."""
 
     def emit(self, payload: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
@@ -251,6 +278,9 @@ class JsonPrinter(Printer):
                 "ms": round(result.seconds * 1000, 2),
             }
         )
+
+    def notice(self, message: str) -> None:
+        self.emit({"event": "problem", "message": message})
 
     def crash(self, exc: Exception) -> None:
         from nia_core.host.reload import ReloadError

@@ -1,8 +1,9 @@
 """Observing sources: every loader exactly once, concurrently, each under its own timeout.
 
-A loader that raises (anything, ``BaseException`` subclasses included) is
-logged with its key and counts as unavailable, as does one that runs past its
-timeout; observing never raises. A value whose canonical JSON is larger than
+A loader that raises (anything, ``BaseException`` subclasses included) counts
+as unavailable, as does one that runs past its timeout; observing never
+raises. The warning is said once, where observations are encoded
+(``SystemContext.on_unavailable``), so a host can name the plugin. A value whose canonical JSON is larger than
 :func:`max_source_bytes` is an error for that source alone (:func:`too_large`,
 applied where values are encoded, on the one path every door uses).
 """
@@ -47,12 +48,12 @@ def observe(sources: Sequence[ContextSource], default_timeout: float = DEFAULT_T
         if status == "ok" and value is not UNAVAILABLE:
             append(make(Observation, (key, value, "ok", "", seconds)))
         elif status == "timeout":
-            log.warning("context source %s: loader took longer than %gs; counted unavailable", key, timeout)
+            log.debug("context source %s: loader took longer than %gs", key, timeout)
             append(Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout))
         elif status == "error":
             text = " ".join(str(error).split())
             reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
-            log.warning("context source %s: %s", key, reason)
+            log.debug("context source %s: %s", key, reason)
             append(Observation(key, UNAVAILABLE, "error", reason, seconds))
         else:
             append(Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds))
@@ -88,7 +89,6 @@ def too_large(obs: Observation, encoded: str, limit: int) -> Observation | None:
     if size <= limit:
         return None
     reason = f"value is {_size(size)} of JSON, over the per-source limit of {_size(limit)} ({MAX_SOURCE_BYTES_ENV})"
-    log.warning("context source %s: %s", obs.key, reason)
     return Observation(obs.key, UNAVAILABLE, "error", reason, obs.seconds)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,6 +30,8 @@ SEPARATOR = "\n\n"
 
 
 RenderErrorHandler = Callable[[RenderError], None]
+UnavailableHandler = Callable[[Observation], None]
+log = logging.getLogger("nia.context")
 
 
 class SystemContext:
@@ -44,18 +47,24 @@ class SystemContext:
     failed, a configuration file that does not parse. A stored key under such a
     prefix that is missing now is *unavailable*, not gone: it keeps its entry
     and no removal is said; a fresh baseline is blocked on it.
+
+    ``on_unavailable`` is told about each source whose loader raised, timed
+    out or returned a value over the size limit, once per round, so a host can
+    name the plugin in one warning; without it the engine logs the warning.
     """
 
-    __slots__ = ("_sources", "on_render_error", "withheld")
+    __slots__ = ("_sources", "on_render_error", "on_unavailable", "withheld")
 
     def __init__(
         self,
         sources: Iterable[ContextSource] = (),
         *,
         on_render_error: RenderErrorHandler | None = None,
+        on_unavailable: UnavailableHandler | None = None,
         withheld: Iterable[str] = (),
     ) -> None:
         self.on_render_error = on_render_error
+        self.on_unavailable = on_unavailable
         self.withheld = tuple(withheld)
         ordered = tuple(sources)
         seen: set[str] = set()
@@ -79,8 +88,14 @@ class SystemContext:
         The result keeps the first ``on_render_error`` handler among them.
         """
         handler = next((ctx.on_render_error for ctx in contexts if ctx.on_render_error), None)
+        unavailable = next((ctx.on_unavailable for ctx in contexts if ctx.on_unavailable), None)
         withheld = [prefix for ctx in contexts for prefix in ctx.withheld]
-        return cls((s for ctx in contexts for s in ctx._sources), on_render_error=handler, withheld=withheld)
+        return cls(
+            (s for ctx in contexts for s in ctx._sources),
+            on_render_error=handler,
+            on_unavailable=unavailable,
+            withheld=withheld,
+        )
 
     def holds(self, key: str) -> bool:
         """Whether ``key`` falls under a withheld prefix (see the class docstring)."""
@@ -244,7 +259,7 @@ class _Rendering:
         except RenderError as exc:
             if self.handler is None:
                 raise
-            self.failed[source.key] = str(exc)
+            self.failed[source.key] = exc.reason
             self.handler(exc)
             return None
 
@@ -286,8 +301,18 @@ def _encode_observations(
                     unavailable.append(source.key)
         else:
             unavailable.append(source.key)
+        if obs.status in ("error", "timeout"):
+            _report(ctx, obs)
         final.append(obs)
     return available, unavailable, final
+
+
+def _report(ctx: SystemContext, obs: Observation) -> None:
+    """One warning per failed source per round: the host's (naming the plugin), else the engine's."""
+    if ctx.on_unavailable is not None:
+        ctx.on_unavailable(obs)
+    else:
+        log.warning("context source %s: %s; counted unavailable", obs.key, obs.reason)
 
 
 def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, Any, str]]) -> Generation:

@@ -220,6 +220,7 @@ class PluginHost:
         context = SystemContext(
             assembly.context.sources,
             on_render_error=self._render_failed(assembly),
+            on_unavailable=self._unavailable(assembly),
             withheld=self._withheld(assembly),
         )
         return dataclasses.replace(assembly, context=context)
@@ -296,11 +297,31 @@ class PluginHost:
 
         return handle
 
+    def _unavailable(self, assembly: Assembly) -> Callable[[Observation], None]:
+        """A loader raised, timed out or returned too much: one warning naming the plugin (``strict`` raises)."""
+        names = {f"plugin {name!r}": name for name in self.plugins}
+
+        def handle(obs: Observation) -> None:
+            name = names.get(assembly.contributors.get(obs.key, ""))
+            error = f"context source {obs.key!r}: {obs.reason}"
+            if name is None:
+                log.warning("%s; counted unavailable", error)
+                return
+            with self._lock:
+                self.plugins[name].error = error
+            if self.strict:
+                raise PluginError(f"plugin {name!r}: {error}")
+            log.warning("plugin %r: %s; counted unavailable", name, error)
+
+        return handle
+
     def report_observations(self, assembly: Assembly, observations: Iterable[Observation]) -> list[str]:
-        """Mark the plugin behind each loader that timed out or raised as broken (``strict`` raises).
+        """Mark the plugin behind each source that failed as broken (``strict`` raises).
 
         The engine counts such a source unavailable and carries on; this names
-        the plugin responsible, for ``nia plugins list`` and ``--strict``.
+        the plugin responsible, for ``nia plugins list`` and ``--strict``. It
+        says nothing: each failure was reported once as it was observed or
+        rendered.
         """
         names = {f"plugin {name!r}": name for name in self.plugins}
         messages = []
@@ -310,9 +331,7 @@ class PluginHost:
                 if obs.status not in ("timeout", "error") or name is None:
                     continue
                 error = f"context source {obs.key!r}: {obs.reason}"
-                self.plugins[name].error = error
-                if not self.strict:
-                    log.warning("plugin %r: %s", name, error)
+                self.plugins[name].error = error  # the warning was said as the value was observed
                 messages.append(f"plugin {name!r}: {error}")
         if self.strict and messages:
             raise PluginError("; ".join(messages))

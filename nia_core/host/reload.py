@@ -283,7 +283,11 @@ class DevSession:
         """The host's assembly with the engine's strict rendering: a failing renderer raises here,
         so the reload can put the plugin's previous version back and say where it failed."""
         assembly = self.host.assemble(self.view)
-        context = SystemContext(assembly.context.sources, withheld=assembly.context.withheld)
+        context = SystemContext(
+            assembly.context.sources,
+            on_unavailable=assembly.context.on_unavailable,
+            withheld=assembly.context.withheld,
+        )
         return dataclasses.replace(assembly, context=context)
 
     def _owner(self, assembly: Assembly, key: str) -> str | None:
