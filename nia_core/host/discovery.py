@@ -151,7 +151,15 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
             continue
         if callable(value) and host.pm.parse_hookimpl_opts(plugin, attr) is None:
             found.append(attr)
-    return sorted(found)
+    return sorted(found, key=lambda name: (name not in hooks, name))
+
+
+def _no_such_hook(function: str) -> str:
+    import difflib
+
+    hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
+    close = difflib.get_close_matches(function, hooks, n=1, cutoff=0.85)
+    return f" and nia has no hook of that name (did you mean {close[0]}?)" if close else ""
 
 
 def register_imported(
@@ -188,7 +196,7 @@ def register_imported(
             info.error = f"implements {', '.join(unknown)}, which is not a nia hook (see docs/plugin_hooks.md)"
             return host.record(info)
         for function in _unmarked_hooks(host, plugin):
-            hint = "" if hasattr(hookspecs, function) else " and nia has no hook of that name"
+            hint = "" if hasattr(hookspecs, function) else _no_such_hook(function)
             host.warn(
                 registered,
                 f"function {function} has no @hookimpl marker{hint}, so nia never calls it "

@@ -11,8 +11,12 @@ This runs all of that once and marks each plugin that misbehaved.
 
 from __future__ import annotations
 
-from nia_core.context import Assembly, ContextSource, Location, canonical_json, observe
+from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
+from nia_core.context.observe import max_source_bytes, too_large
 from nia_core.host.host import PluginHost
+from nia_core.host.importing import describe
+from nia_core.process import is_user_interrupt
+from nia_core.stdio import PLUGIN_CODE
 
 
 def check(host: PluginHost, location: Location) -> Assembly:
@@ -42,10 +46,12 @@ def check(host: PluginHost, location: Location) -> Assembly:
 
 def _encode_problem(source: ContextSource, value: object) -> str | None:
     try:
-        canonical_json(source.codec.encode(value))
+        with PLUGIN_CODE:
+            encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
         return f"codec could not encode the value: {exc}"
-    return None
+    oversized = too_large(Observation(source.key, value, "ok"), encoded, max_source_bytes())
+    return oversized.reason if oversized is not None else None
 
 
 def _check_commands(host: PluginHost) -> None:
@@ -57,16 +63,22 @@ def _check_commands(host: PluginHost) -> None:
         if info is None or info.error:
             continue
         try:
-            impl.function(cli=click.Group())
-        except Exception as exc:  # noqa: BLE001 - reported against the plugin
-            host._mark_broken(info.name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
+            with PLUGIN_CODE:
+                impl.function(cli=click.Group())
+        except BaseException as exc:
+            if is_user_interrupt(exc):
+                raise
+            host._mark_broken(info.name, f"nia_register_commands raised {describe(exc)}")
 
 
 def _render_problem(render: object, value: object) -> str | None:
     try:
-        text = render(value)  # type: ignore[operator]
-    except Exception as exc:  # noqa: BLE001 - reported against the plugin
-        return f"baseline renderer raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        with PLUGIN_CODE:
+            text = render(value)  # type: ignore[operator]
+    except BaseException as exc:
+        if is_user_interrupt(exc):
+            raise
+        return f"baseline renderer raised {describe(exc)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():

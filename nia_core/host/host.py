@@ -354,9 +354,6 @@ class PluginHost:
                 result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
                 if result is None:
                     continue
-                if isinstance(result, dict | set | frozenset):  # iterable, but not an ordered list of sources
-                    kind = type(result).__name__
-                    raise TypeError(f"nia_context_sources returned {kind}, not a list of ContextSource")
                 if not isinstance(result, list | tuple):
                     return result  # the registry reports the bad return
                 sources.extend(result)
