@@ -6,10 +6,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.venvs import child_venv
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 JUNK = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".pytest_cache")
@@ -34,9 +35,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     for name in ("nia_core", "nia_plugins", "plugin-template"):
         shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=JUNK)
     venv = tmp_path / "venv"
-    # --system-site-packages lends pip, pytest and nia's dependencies; nia itself is installed fresh below.
-    sh(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv, cwd=tmp_path)
-    python, nia = venv / "bin" / "python", venv / "bin" / "nia"
+    # The child venv borrows pip, pytest and nia's dependencies from ours; nia itself is installed fresh below.
+    python = child_venv(venv)
+    nia = venv / "bin" / "nia"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     sh(
