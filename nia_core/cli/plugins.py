@@ -292,4 +292,5 @@ def new(name: str, directory: Path | None, namespace: str | None) -> None:
     click.echo(f"  cd {target}")
     click.echo('  nia plugins install -e ".[test]"   # or: pip install -e ".[test]"')
     click.echo("  python -m pytest")
+    click.echo("  nia context show                   # NOTES.md here, in the context through your plugin")
     click.echo("  nia dev                            # live reload while you edit")

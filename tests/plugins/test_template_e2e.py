@@ -55,6 +55,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     assert "Plugins now available: nia-notes" in sh(nia, "plugins", "install", plugin, cwd=tmp_path, env=env)
 
     assert "4 passed" in sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin, env=env)
+    # The "Next:" lines end in a visible result: the plugin's own NOTES.md, through the plugin.
+    shown = sh(nia, "context", "show", cwd=plugin, env=env)
+    assert "Project notes (NOTES.md):\n\n# Notes for the model\n\nnia-notes put this file" in shown
 
     project = tmp_path / "project"
     (project / ".nia").mkdir(parents=True)
