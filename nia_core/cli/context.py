@@ -7,12 +7,11 @@ import json
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.context import EMPTY_SNAPSHOT, ReplacementReady, replace
 from nia_core.project.toml import ConfigError
 
 
-@cli.group()
+@click.group()
 def context() -> None:
     """Inspect the system context nia assembles."""
 
