@@ -46,7 +46,8 @@ class SystemContext:
     sources that could not even be listed this round: a plugin whose hook
     failed, a configuration file that does not parse. A stored key under such a
     prefix that is missing now is *unavailable*, not gone: it keeps its entry
-    and no removal is said; a fresh baseline is blocked on it.
+    and no removal is said; a replacement baseline is blocked on it. (A host
+    that wants a *first* baseline blocked too adds an unavailable source.)
 
     ``on_unavailable`` is told about each source whose loader raised, timed
     out or returned a value over the size limit, once per round, so a host can
@@ -353,8 +354,8 @@ def initialize(ctx: SystemContext, *, timeout: float = DEFAULT_TIMEOUT) -> Gener
     incomplete baseline is never produced.
     """
     available, unavailable, _ = _encode_observations(ctx, observe(ctx.sources, timeout))
-    if unavailable or ctx.withheld:
-        raise InitializationBlocked((*unavailable, *(f"{prefix}*" for prefix in ctx.withheld)))
+    if unavailable:
+        raise InitializationBlocked(tuple(unavailable))
     rendering = _Rendering(ctx)
     generation = _generation(rendering, available)
     if rendering.failed:

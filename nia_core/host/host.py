@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 import traceback
 from collections.abc import Callable, Iterable
@@ -20,7 +21,7 @@ import pluggy
 
 from nia_core import hookspecs, stdio
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
-from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError
 from nia_core.host.importing import describe, import_deadline
 from nia_core.host.plugin import Origin, PluginInfo
@@ -32,6 +33,15 @@ log = logging.getLogger("nia.host")
 
 class PluginError(NiaError):
     """A plugin failed to load or misbehaved (raised under ``--strict``)."""
+
+
+CONFIG_PLACEHOLDER = "nia/project.toml"
+"""The key a first baseline is blocked on while ``.nia/project.toml`` does not parse."""
+
+
+def _placeholder(key: str) -> ContextSource:
+    """An always-unavailable source: what could not be listed blocks a first baseline, and says nothing."""
+    return ContextSource(key, lambda: UNAVAILABLE, str)
 
 
 def _config_file_key(path: Path) -> tuple[int, int] | None:
@@ -199,8 +209,8 @@ class PluginHost:
         broken = self.config_problem(view.location)
         if broken is not None:
             self._warn_once(broken)
-            handler = self._render_failed(Assembly(SystemContext(())))
-            return Assembly(SystemContext((), on_render_error=handler, withheld=("",)))
+            held = _placeholder(CONFIG_PLACEHOLDER)  # a first baseline waits for the file to be fixed
+            return Assembly(SystemContext((held,), withheld=("",)), contributors={CONFIG_PLACEHOLDER: "nia"})
         assembly = view.assemble()
         by_contributor: dict[str, list[str]] = {}
         for key, contributor in assembly.contributors.items():
@@ -217,13 +227,27 @@ class PluginHost:
                     self.plugins[name].source_keys = []
         if self.strict and assembly.problems:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
+        sources = list(assembly.context.sources)
+        contributors = dict(assembly.contributors)
+        for problem in assembly.problems:
+            if problem.kind == "timeout":  # may work next time: a first baseline waits for it
+                key = self._placeholder_key(problem.contribution)
+                if key not in contributors:
+                    sources.append(_placeholder(key))
+                    contributors[key] = problem.contributor
         context = SystemContext(
-            assembly.context.sources,
+            sources,
             on_render_error=self._render_failed(assembly),
             on_unavailable=self._unavailable(assembly),
             withheld=self._withheld(assembly),
         )
-        return dataclasses.replace(assembly, context=context)
+        return dataclasses.replace(assembly, context=context, contributors=contributors)
+
+    def _placeholder_key(self, name: str) -> str:
+        """A key standing for the sources a plugin could not list in time (``acme/acme``)."""
+        info = self.plugins.get(name)
+        slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-_.") or "plugin"
+        return f"{(info.namespace if info is not None else None) or slug}/{slug}"
 
     def _withheld(self, assembly: Assembly) -> list[str]:
         prefixes: list[str] = []
