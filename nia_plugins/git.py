@@ -284,15 +284,20 @@ def clean_environment() -> dict[str, str]:
 
 @lru_cache(maxsize=8)
 def _which(path_variable: str, worktree: str) -> str | None:
-    # Only absolute PATH entries: "." or a relative entry would run a `git` shipped inside the repository.
-    folders = [p for p in path_variable.split(os.pathsep) if os.path.isabs(p)]
-    found = shutil.which("git", path=os.pathsep.join(folders))
-    if found is None:
-        return None
-    real = os.path.realpath(found)
-    if real == worktree or real.startswith(worktree.rstrip(os.sep) + os.sep):
-        return None
-    return found
+    """``git`` on PATH, skipping relative entries ("." would run a `git` shipped in the repository)
+    and any folder inside the work tree."""
+    inside = worktree.rstrip(os.sep) + os.sep
+    for folder in path_variable.split(os.pathsep):
+        if not os.path.isabs(folder):
+            continue
+        found = shutil.which("git", path=folder)
+        if found is None:
+            continue
+        real = os.path.realpath(found)
+        if real == worktree or real.startswith(inside):
+            continue
+        return found
+    return None
 
 
 def git_executable(worktree: str) -> str | None:
