@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import textwrap
+
 import pytest
 
 import nia_plugins.git
