@@ -125,8 +125,23 @@ def _repository(worktree: str, dotgit: str, is_dir: bool) -> Repository:
     return Repository(worktree, dotgit, gitdir, commondir)
 
 
+def _ceilings() -> tuple[str, ...]:
+    value = os.environ.get("GIT_CEILING_DIRECTORIES", "")
+    return tuple(os.path.normpath(p) for p in value.split(os.pathsep) if os.path.isabs(p))
+
+
 def find_repository(start: str) -> Repository | None:
-    """The repository whose work tree holds ``start``, found as git finds it (``None`` outside one)."""
+    """The repository whose work tree holds ``start``, found as git finds it (``None`` outside one).
+
+    Like git, the search upward stops at a filesystem boundary (unless
+    ``GIT_DISCOVERY_ACROSS_FILESYSTEM``) and before any ``GIT_CEILING_DIRECTORIES``.
+    """
+    ceilings = _ceilings()
+    across = os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM", "").lower() in ("1", "true", "yes", "on")
+    try:
+        device = os.stat(start).st_dev
+    except OSError:
+        return None
     folder = start
     while True:
         dotgit = os.path.join(folder, ".git")
@@ -135,8 +150,14 @@ def find_repository(start: str) -> Repository | None:
                 return None  # inside the git dir itself: not a work tree
             return _repository(folder, dotgit, os.path.isdir(dotgit))
         parent = os.path.dirname(folder)
-        if parent == folder:
+        if parent == folder or parent in ceilings:
             return None
+        if not across:
+            try:
+                if os.stat(parent).st_dev != device:
+                    return None
+            except OSError:
+                return None
         folder = parent
 
 
