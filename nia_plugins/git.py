@@ -517,10 +517,9 @@ def _stashes(repo: Repository) -> int:
 
 # -- observing ----------------------------------------------------------------------------
 
-WATCHED_IN_GITDIR = ("HEAD", "index", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG")
-WATCHED_IN_GITDIR += ("rebase-merge", "rebase-apply", "config.worktree")
-WATCHED_IN_COMMONDIR = ("packed-refs", "config", os.path.join("logs", "refs", "stash"))
-WATCHED_IN_COMMONDIR += (os.path.join("reftable", "tables.list"),)
+WATCHED_IN_GITDIR: tuple[str, ...] = ("HEAD", "index", "config.worktree")
+WATCHED_IN_GITDIR += ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply")
+WATCHED_IN_COMMONDIR = ("packed-refs", "config", os.path.join("logs", "refs", "stash"), "reftable/tables.list")
 PER_WORKTREE_REFS = ("refs/bisect/", "refs/worktree/", "refs/rewritten/")
 
 
