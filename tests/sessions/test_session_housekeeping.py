@@ -122,6 +122,4 @@ def test_prune_refuses_an_age_it_cannot_read(env: str, age: str) -> None:
     result = nia("session", "prune", "--older-than", age)
 
     assert result.exit_code == 2
-    assert result.stderr == (
-        f"Error: --older-than {age!r}: give a whole number and a unit (m, h, d, w), e.g. 30d\n"
-    )
+    assert result.stderr == (f"Error: --older-than {age!r}: give a whole number and a unit (m, h, d, w), e.g. 30d\n")
