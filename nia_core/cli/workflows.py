@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ def _read_input(operation: Operation, words: tuple[str, ...]) -> tuple[str | Non
         return None, None
     if words:
         return " ".join(words), "argument"
-    stdin = click.get_text_stream("stdin")
+    stdin = sys.stdin
     if stdin.isatty():
         return None, None
     return stdin.read(), "stdin"
