@@ -22,7 +22,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import MCPServer
-from mcp.server.session import ServerSession
+from mcp.server.connection import Connection
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ResourceUpdated
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -65,8 +65,9 @@ class NiaServer(MCPServer):
         self.cursors = cursors
         self.prompts = prompts
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._legacy: weakref.WeakSet[ServerSession] = weakref.WeakSet()
-        self._subscribed: weakref.WeakKeyDictionary[ServerSession, set[str]] = weakref.WeakKeyDictionary()
+        # Per connection (a ServerSession lives for one request): who hears old-style notifications.
+        self._legacy: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._subscribed: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
         low = self._lowlevel_server
         low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
@@ -117,23 +118,23 @@ class NiaServer(MCPServer):
             await bus.publish(ResourcesListChanged())
         if change.prompts_listed:
             await bus.publish(PromptsListChanged())
-        for session in list(self._legacy):
+        for connection in list(self._legacy):
             try:
-                wanted = self._subscribed.get(session, set())
+                wanted = self._subscribed.get(connection, set())
                 for uri in change.uris:
                     if uri in wanted:
-                        await session.send_resource_updated(uri)
+                        await connection.send_resource_updated(uri)
                 if change.resources_listed:
-                    await session.send_resource_list_changed()
+                    await connection.send_resource_list_changed()
                 if change.prompts_listed:
-                    await session.send_prompt_list_changed()
+                    await connection.send_prompt_list_changed()
             except Exception as exc:  # noqa: BLE001 - a client that went away stops hearing, nothing else
                 log.debug("dropping a legacy client: %s: %s", type(exc).__name__, exc)
-                self._legacy.discard(session)
+                self._legacy.discard(connection)
 
     async def _track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-            self._legacy.add(ctx.session)
+            self._legacy.add(_connection(ctx))
         return await call_next(ctx)
 
     async def _subscribe(
@@ -141,14 +142,15 @@ class NiaServer(MCPServer):
     ) -> types.EmptyResult:
         uri = str(params.uri)
         self._known(uri)
-        self._legacy.add(ctx.session)
-        self._subscribed.setdefault(ctx.session, set()).add(uri)
+        connection = _connection(ctx)
+        self._legacy.add(connection)
+        self._subscribed.setdefault(connection, set()).add(uri)
         return types.EmptyResult()
 
     async def _unsubscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        self._subscribed.get(ctx.session, set()).discard(str(params.uri))
+        self._subscribed.get(_connection(ctx), set()).discard(str(params.uri))
         return types.EmptyResult()
 
     # -- resources -------------------------------------------------------------------------
@@ -297,6 +299,11 @@ class ChangesOutput(BaseModel):
     kind: str = Field(description="baseline, update, unchanged or blocked")
     text: str = Field(description="The baseline (kind baseline) or the combined update text (kind update).")
     blocked_on: list[str] = Field(default_factory=list, description="Sources a pending replacement waits for.")
+
+
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection:
+    """The client's connection: the SDK hands handlers a per-request session around it."""
+    return ctx.session._connection  # no public accessor in mcp 2.3
 
 
 def _meta(plugin: str | None, status: str, reason: str) -> dict[str, Any]:
