@@ -72,7 +72,7 @@ class LiveContext:
         self._session: DevSession | None = None
         self._workflows = self._workflows_fingerprint()
         self._lock = threading.Lock()
-        """Held while the host is assembled for a cursor: reloads mutate it."""
+        """One view update at a time (the follower thread and a cursor's full check both publish)."""
 
     @property
     def session(self) -> DevSession:
@@ -118,9 +118,17 @@ class LiveContext:
             self._session.close()
 
     def context(self) -> SystemContext:
-        """The sources a session at this Location is built from, now (for the cursor tool)."""
+        """The sources a session at this Location is built from, now (for the cursor tool and prompts).
+
+        Plugin code saved a moment ago is loaded first (a full check, by
+        content): a boundary never runs last minute's plugins. What that
+        reload changes is announced like any other change.
+        """
         session = self.session
         with session._lock:  # a reload in progress swaps plugins in and out of the host
+            result = session.reload(None)
+            if result is not None:
+                self._on_result(result)
             return session.host.assemble(session.view).context
 
     # -- after each reload ------------------------------------------------------------
@@ -134,6 +142,10 @@ class LiveContext:
         log.warning("reload failed: %s: %s (still watching)", type(exc).__name__, exc)
 
     def _publish(self, result: ReloadResult, *, announce: bool) -> None:
+        with self._lock:
+            self._publish_locked(result, announce=announce)
+
+    def _publish_locked(self, result: ReloadResult, *, announce: bool) -> None:
         outcome = result.outcome
         workflows = self._workflows_fingerprint()
         prompts = workflows != self._workflows

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from nia_core import __version__
 from nia_core.errors import NiaError
-from nia_core.mcp.cursors import Changes, CursorError, Cursors
+from nia_core.mcp.cursors import Changes, Cursors
 from nia_core.mcp.live import Change, LiveContext
 from nia_core.mcp.prompts import Prompts
 from nia_core.mcp.view import CONTEXT_URI, SOURCE_PREFIX, ContextView
@@ -270,10 +270,8 @@ class NiaServer(MCPServer):
         """What changed since ``cursor``, as a nia session would have admitted it."""
         try:
             changes: Changes = await anyio.to_thread.run_sync(self.cursors.changes, cursor or None)
-        except CursorError as exc:
-            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
-        except NiaError as exc:
-            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+        except NiaError as exc:  # a bad cursor, a blocked context, a store error: the model reads why
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
         output = ChangesOutput(
             cursor=changes.cursor, kind=changes.kind, text=changes.text, blocked_on=list(changes.blocked_on)
         )
