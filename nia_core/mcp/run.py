@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import anyio
+import mcp_types as types
 from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 from mcp.server.transport_security import TransportSecuritySettings
 
 from nia_core.context import Location
@@ -114,9 +117,29 @@ async def _stdio_main(server: NiaServer, claimed: ClaimedStdio) -> None:
     async with anyio.create_task_group() as group:
         group.start_soon(_stop_on_signals, group.cancel_scope)
         async with stdio_server(_Lines(claimed.stdin), stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            group.start_soon(_screen, read_stream, send, write_stream)
             low = server._lowlevel_server
-            await low.run(read_stream, write_stream, low.create_initialization_options())
+            await low.run(receive, write_stream, low.create_initialization_options())
         group.cancel_scope.cancel()  # EOF: the client is gone
+
+
+async def _screen(read_stream: Any, forward: Any, write_stream: Any) -> None:
+    """Answer a line that is not JSON-RPC with a protocol error (the SDK would drop it silently)."""
+    async with forward:
+        async for item in read_stream:
+            if not isinstance(item, Exception):
+                await forward.send(item)
+                continue
+            invalid_json = isinstance(item, ValidationError) and any(e["type"] == "json_invalid" for e in item.errors())
+            error = types.ErrorData(
+                code=types.PARSE_ERROR if invalid_json else types.INVALID_REQUEST,
+                message="Parse error: not JSON" if invalid_json else "Invalid request: not a JSON-RPC 2.0 message",
+            )
+            try:
+                await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:

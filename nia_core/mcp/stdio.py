@@ -22,11 +22,12 @@ class ClaimedStdio:
     stdout: BinaryIO
 
     def release(self) -> None:
-        for stream in (self.stdin, self.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        """Flush the protocol stream. Stdin stays open: a reader thread may still be blocked on it,
+        and closing a buffered file under a blocked read waits for that read."""
+        try:
+            self.stdout.flush()
+        except (OSError, ValueError):
+            pass
 
 
 def claim_stdio() -> ClaimedStdio:
