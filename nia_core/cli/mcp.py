@@ -11,13 +11,12 @@ from pathlib import Path
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.errors import UsageError
 
 MISSING_SDK = "nia mcp needs the MCP SDK: pip install 'nia-context[mcp]'"
 
 
-@cli.group(invoke_without_command=True)
+@click.group(invoke_without_command=True)
 @click.option(
     "--location",
     type=click.Path(exists=True, file_okay=False),
