@@ -1,13 +1,15 @@
 """``context_changes``: nia's boundary semantics for any MCP client, on nia's own session layer.
 
-Each cursor chain is a nia session in the store (``NIA_DB``), attached to the
-server's Location. Starting a chain starts a context epoch: its baseline is
-the context now. Asking with a cursor runs the boundary's admission step
-(reconcile against the epoch's snapshot, store the combined update as a
-``system_update`` message, or replace the epoch) and answers with every
-system message admitted after the cursor, exactly as a session admitted it.
-Nothing else is kept: a restarted server reads the same store and continues
-any cursor it handed out.
+Each cursor chain is an attached session in the store (``NIA_DB``), like an
+agent conversation the hooks attach: host ``mcp``, one conversation per
+chain, at the server's Location. Starting a chain passes its first boundary,
+which starts a context epoch whose baseline is the context now. Asking with
+a cursor passes a boundary again (:func:`~nia_core.sessions.pass_boundary`,
+the path every door shares: observe, reconcile, durably admit the combined
+update as a ``system_update`` message, or replace the epoch) and answers with
+every system message admitted after the cursor, exactly as admitted. Nothing
+else is kept: a restarted server reads the same store and continues any
+cursor it handed out.
 
 A cursor is ``SESSION.EPOCH.SEQ``: the chain, the epoch the client has seen,
 and the first history position it has not.
@@ -16,6 +18,7 @@ and the first history position it has not.
 from __future__ import annotations
 
 import re
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,13 +26,14 @@ from typing import Literal
 
 from nia_core.context import DEFAULT_TIMEOUT, SEPARATOR, SystemContext
 from nia_core.errors import NiaError
-from nia_core.sessions.epochs import Blocked, Contexts, Moved, admit_changes, ensure_epoch
-from nia_core.sessions.store import SessionState, Store
+from nia_core.runtime import BoundaryReport, attach
+from nia_core.sessions import Store, pass_boundary
+from nia_core.sessions.store import SessionState
 
-MODEL = "nia-mcp/cursor"
-"""The model recorded for cursor sessions: they are never sent to a provider."""
+HOST = "mcp"
+"""The attached sessions' host name: their model is ``mcp/attached`` and never sent to a provider."""
 
-CURSOR = re.compile(r"^([0-9a-f]{4,64})\.(\d{1,9})\.(\d{1,12})$")
+CURSOR = re.compile(r"^(mcp-[0-9a-f]{20})\.(\d{1,9})\.(\d{1,12})$")
 
 Kind = Literal["baseline", "update", "unchanged", "blocked"]
 
@@ -45,7 +49,7 @@ class Changes:
     cursor: str
     kind: Kind
     """``baseline``: a new epoch (the text is its baseline, then its updates); ``update``: the system
-    messages admitted since the cursor; ``unchanged``; ``blocked``: a replacement waits for sources."""
+    messages admitted since the cursor; ``unchanged``; ``blocked``: sources a baseline needs are unavailable."""
     text: str = ""
     blocked_on: tuple[str, ...] = ()
 
@@ -80,54 +84,45 @@ class Cursors:
             raise CursorError(f"this server serves {self.location}, not {path}")
         return self.context()
 
+    def _boundary(self, store: Store, session_id: str) -> BoundaryReport:
+        return BoundaryReport(pass_boundary(store, session_id, self._context_for, timeout=self.timeout))
+
     def _changes(self, store: Store, cursor: str | None) -> Changes:
-        contexts = Contexts(self._context_for)
         if cursor is None:
-            session_id = store.create_session(self.location, MODEL).id
-            ensured = ensure_epoch(store, session_id, contexts, timeout=self.timeout)
-            if isinstance(ensured, Blocked):
-                raise CursorError(f"{ensured}; ask again once they are available")
-            state = ensured[0]
-            assert state.epoch is not None
-            return Changes(_cursor(store, state), "baseline", state.epoch.baseline)
+            record = attach(store, HOST, secrets.token_hex(16), self.location)
+            report = self._boundary(store, record.id)
+            if report.outcome == "blocked":
+                raise CursorError(
+                    f"the context is blocked on: {', '.join(report.blocked_on)}; ask again once they are available"
+                )
+            state = store.state(record.id)
+            assert state.epoch is not None and report.text is not None
+            return Changes(_cursor(store, state), "baseline", report.text)
         session_id, epoch, seen = _parse(cursor)
         try:
             state = store.state(session_id)
         except NiaError:
             raise CursorError(f"unknown cursor {cursor!r}: no such chain in {store.url}") from None
-        if state.session.location != self.location or state.session.model != MODEL:
-            raise CursorError(f"cursor {cursor!r} does not belong to this server's Location ({self.location})")
-        blocked: tuple[str, ...] = ()
-        for _ in range(3):
-            if state.epoch is None:
-                ensured = ensure_epoch(store, session_id, contexts, timeout=self.timeout)
-                if isinstance(ensured, Blocked):
-                    return Changes(cursor, "blocked", "", ensured.keys)
-                state = ensured[0]
-            try:
-                admission = admit_changes(store, state, contexts, timeout=self.timeout)
-            except Moved:
-                state = store.state(session_id)
-                continue
-            blocked = admission.blocked_on if admission.outcome == "blocked" else ()
-            break
+        if state.session.location != self.location:
+            raise CursorError(f"cursor {cursor!r} belongs to {state.session.location}, not {self.location}")
+        report = self._boundary(store, session_id)
         state = store.state(session_id)
-        assert state.epoch is not None
+        if state.epoch is None:  # the epoch ended and no new baseline could be rendered
+            return Changes(cursor, "blocked", "", report.blocked_on)
         updates = [
-            entry.message
+            entry.message.text
             for entry in store.history(session_id)
             if entry.message.kind == "system_update"
             and entry.message.epoch == state.epoch.number
             and (entry.message.seq or 0) >= (seen if state.epoch.number == epoch else 0)
         ]
-        texts = [message.text for message in updates]
         new_cursor = _cursor(store, state)
         if state.epoch.number != epoch:
-            return Changes(new_cursor, "baseline", SEPARATOR.join([state.epoch.baseline, *texts]))
-        if texts:
-            return Changes(new_cursor, "update", SEPARATOR.join(texts))
-        if blocked:
-            return Changes(new_cursor, "blocked", "", blocked)
+            return Changes(new_cursor, "baseline", SEPARATOR.join([state.epoch.baseline, *updates]))
+        if updates:
+            return Changes(new_cursor, "update", SEPARATOR.join(updates))
+        if report.outcome == "replacement-blocked":
+            return Changes(new_cursor, "blocked", "", report.blocked_on)
         return Changes(new_cursor, "unchanged")
 
 

@@ -16,9 +16,9 @@ from typing import Any, BinaryIO
 import anyio
 import mcp_types as types
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
-from mcp.server.transport_security import TransportSecuritySettings
 
 from nia_core.context import Location
 from nia_core.errors import UsageError

@@ -161,4 +161,3 @@ def http_server(project: Path, *extra: str) -> Iterator[tuple[str, subprocess.Po
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import warnings
 import urllib.error
 import urllib.request
+import warnings
 
 import anyio
 import mcp_types as types

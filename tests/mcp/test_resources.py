@@ -77,7 +77,7 @@ def nia_context_sources(location):
             assert listed["nia://source/flaky/service"].meta["status"] == "error"
             assert "the service is down" in listed["nia://source/flaky/service"].meta["reason"]
             assert listed["nia://source/slow/thing"].meta["status"] == "timeout"
-            with pytest.raises(MCPError, match="source flaky/service failed: .*RuntimeError: the service is down"):
+            with pytest.raises(MCPError, match=r"source flaky/service failed: .*RuntimeError: the service is down"):
                 await client.read_resource("nia://source/flaky/service")
             with pytest.raises(MCPError, match="source slow/thing timed out"):
                 await client.read_resource("nia://source/slow/thing")

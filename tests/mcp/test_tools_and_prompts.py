@@ -128,7 +128,7 @@ def test_workflow_prompts_are_what_print_prompt_prints(tmp_path):
             with pytest.raises(MCPError) as failed:
                 await client.list_prompts()
             assert "commands.toml" in str(failed.value) and "\n" not in str(failed.value)
-            with pytest.raises(MCPError, match="commands.toml"):
+            with pytest.raises(MCPError, match=r"commands\.toml"):
                 await client.get_prompt("code review")
             assert (await client.read_resource("nia://source/greet/hello")).contents[0].text == "greet/hello: hi"
 
