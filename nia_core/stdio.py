@@ -93,6 +93,16 @@ class Router:
         return getattr(self.real, name)
 
 
+def real_stdout_fd() -> int:
+    """The descriptor of the real stdout: the private one after :func:`redirect_fd`, else 1."""
+    if _private is not None:
+        try:
+            return _private.fileno()
+        except (OSError, ValueError):
+            pass
+    return 1
+
+
 def real_stdout() -> IO[str]:
     """The stream nia's own output goes to, whether or not :func:`protect` is in force."""
     stdout = sys.stdout

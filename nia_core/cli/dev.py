@@ -17,7 +17,7 @@ from nia_core.context.system import Reconciliation
 
 if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
     from nia_core.host.reload import Baseline, DevSession, ReloadResult
-    from nia_core.host.watch import Batch, ChangeWatcher
+    from nia_core.host.watch import ChangeWatcher
 
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
@@ -91,52 +91,17 @@ def dev(
 
 def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debug: bool = False) -> None:
     """Reload after each batch of changes until interrupted; one reload at a time."""
-    try:
-        watcher.start()
-        watcher.ready.wait(10)
-        # Anything saved between loading and the watcher starting is caught by this full check.
-        reload(session, None, printer, debug=debug)
-        printer.watching(watcher)
-        folder = FolderPresence(session.location.path)
-        while True:
-            batch = watcher.next_batch(timeout=0.5)
-            news = folder.check()
-            if news:
-                printer.notice(news)
-            if batch is None or batch:
-                reload(session, batch, printer, debug=debug)
-    finally:
-        watcher.stop()
-        session.close()
+    from nia_core.host.follow import follow
 
-
-def reload(session: DevSession, batch: Batch, printer: Printer, *, debug: bool) -> None:
-    try:
-        result = session.reload(batch)
-    except Exception as exc:  # the watcher never dies on a plugin's error
-        if debug:
-            raise
-        printer.crash(exc)
-        return
-    if result is not None:
-        printer.result(result)
-
-
-class FolderPresence:
-    """Notices the folder ``nia dev`` runs in going away (deleted, renamed) and coming back."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.present = True
-
-    def check(self) -> str | None:
-        present = self.path.is_dir()
-        if present == self.present:
-            return None
-        self.present = present
-        if present:
-            return f"{self.path} exists again; reloading"
-        return f"{self.path} no longer exists; its plugins are unloaded, watching for it to come back"
+    follow(
+        session,
+        watcher,
+        printer.result,
+        printer.crash,
+        on_watching=printer.watching,
+        on_notice=printer.notice,
+        debug=debug,
+    )
 
 
 class Printer:
