@@ -17,6 +17,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "plugin": ("nia_core.cli.plugins", "Create a new plugin package from the template."),
     "workflows": ("nia_core.cli.workflows", "The workflows defined in .nia/commands.toml."),
     "db": ("nia_core.cli.db", "Migrate and check the session database (NIA_DB)."),
+    "hook": ("nia_core.cli.hook", "Claude Code and Codex hooks: the baseline once, then only what changed."),
 }
 """Built-in commands: name -> (module that adds it to :data:`cli`, short help).
 
