@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 import click
 
-from nia_core.cli.main import cli
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, StoreError, db_url, open_store
 from nia_core.sessions.errors import CorruptRecord
@@ -41,7 +40,7 @@ def describe(store: Store, url: str) -> str:
     return f"{store.url} ({'PostgreSQL' if is_postgres(url) else 'SQLite'})"
 
 
-@cli.group()
+@click.group()
 def db() -> None:
     """The session database: NIA_DB (a path, sqlite:///path or postgresql://user@host/db).
 

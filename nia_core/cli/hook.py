@@ -152,7 +152,3 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
         for warning in item.get("warnings") or []:
             click.echo(f"{'':<25}warning: {warning}")
 
-
-from nia_core.cli.main import cli  # noqa: E402 - TEMPORARY until the runtime's lazy command table lands
-
-cli.add_command(hook)
