@@ -10,7 +10,16 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    for name in ("NIA_DB", "NIA_DISABLE_PLUGINS", "NIA_LOAD_PLUGINS", "NIA_DEBUG", "NIA_TIMEZONE"):
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    for name in (
+        "NIA_DB",
+        "NIA_DISABLE_PLUGINS",
+        "NIA_LOAD_PLUGINS",
+        "NIA_DEBUG",
+        "NIA_TIMEZONE",
+        "NIA_HOOK_LOG",
+        "CODEX_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     return home
 

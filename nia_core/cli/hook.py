@@ -26,8 +26,7 @@ def _hook_command(name: str) -> click.Command:
     @click.command(name)
     @click.pass_context
     def answer(ctx: click.Context) -> None:
-        from nia_core.hosts import adapter
-        from nia_core.hosts import door
+        from nia_core.hosts import adapter, door
 
         app = App.of(ctx)
         timer = door.watchdog(name, door.deadline())
@@ -139,7 +138,9 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
     for item in entries:
         if item.get("session") != current:
             current = item.get("session")
-            click.echo(f"== {current or '(no session)'}  {item.get('host')} {item.get('host_session')}  {item.get('cwd')}")
+            click.echo(
+                f"== {current or '(no session)'}  {item.get('host')} {item.get('host_session')}  {item.get('cwd')}"
+            )
         event = item.get("event", "") + (f":{item['source']}" if item.get("source") else "")
         epoch = f"epoch {item['epoch']}" if item.get("epoch") is not None else "no epoch"
         changed = " ".join(item.get("changed") or [])
@@ -151,4 +152,3 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
             click.echo(f"{'':<25}full text: {item['full_text']}")
         for warning in item.get("warnings") or []:
             click.echo(f"{'':<25}warning: {warning}")
-

@@ -96,13 +96,25 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
             runtime.move(store, session.id, location)  # the agent changed folders: its context is rebuilt there
         missing: list[str] = []
         if hook.event == "SessionStart" and hook.source in STARTS:
-            report = runtime.start_over(
-                store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out
-            )
+            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
         else:
-            missing = _missing(adapter, store, session.id, hook.transcript_path, location.root)
+            if not _in_flight(hook, session.id):
+                missing = _missing(adapter, store, session.id, hook.transcript_path, location.root)
             report = runtime.boundary(store, session.id, leave_out=leave_out)
         _report(adapter, hook, report, missing, location.root, result)
+
+
+def _in_flight(hook: HookInput, session_id: str) -> bool:
+    """Whether this prompt's turn began with a SessionStart hook whose output is not in the transcript yet.
+
+    Claude Code 2.1.328 writes a resumed turn's SessionStart output to the
+    transcript only after the prompt's hook has run, so checking for it then
+    would wrongly re-send it. A SessionStart's own check covers the turn before.
+    """
+    if hook.event != "UserPromptSubmit":
+        return False
+    previous = hooklog.last_entry(session_id)
+    return previous is not None and previous.get("event") == "SessionStart"
 
 
 def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> str:

@@ -80,6 +80,27 @@ def _trim(path: Path) -> None:
     os.replace(tmp, path)
 
 
+def last_entry(session: str) -> dict[str, Any] | None:
+    """The newest entry of one session, or ``None``."""
+    path = log_dir() / f"{session}.jsonl"
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            return item
+    return None
+
+
 def read(last: int = 20, session: str | None = None) -> list[dict[str, Any]]:
     """The last ``last`` entries of each session (or of one, by id prefix), oldest session first."""
     folder = log_dir()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from nia_core.context import Location, LocationContext, SystemContext
@@ -130,32 +130,47 @@ class Runtime:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
         return move(store, session_id, str(self.locate(where).path))
 
-    def boundary(self, store: Store, session_id: str, *, workflow: Workflow | None = None) -> BoundaryReport:
+    def boundary(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
+    ) -> BoundaryReport:
         """One safe boundary without a provider call, for a door whose host owns the conversation.
 
         Initializes the epoch when there is none (the report's ``text`` is
         then the baseline), else reconciles and durably admits what changed
         (``text`` is the mid-conversation system message, ``None`` when
-        nothing changed). The context is observed every time.
+        nothing changed). The context is observed every time. ``leave_out``:
+        keys of sources the conversation gets some other way (an agent that
+        loads ``AGENTS.md`` itself); they are neither observed nor rendered.
         """
         watch = Watch()
-        result = pass_boundary(store, session_id, self._watched(watch, workflow))
+        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out))
         if isinstance(result, Admitted):
             watch.admitted(result.admission)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
     def start_over(
-        self, store: Store, session_id: str, *, reason: str, workflow: Workflow | None = None
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        reason: str,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
     ) -> BoundaryReport:
         """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
 
         The report's ``text`` is the new baseline. When the context is
         unavailable the result is ``Blocked``, the old epoch ends, and the
-        next :meth:`boundary` initializes.
+        next :meth:`boundary` initializes. ``leave_out`` as for :meth:`boundary`.
         """
         watch = Watch()
-        result = start_over(store, session_id, self._watched(watch, workflow), reason=reason)
+        result = start_over(store, session_id, self._watched(watch, workflow, leave_out), reason=reason)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
@@ -190,10 +205,14 @@ class Runtime:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _watched(self, watch: Watch, workflow: Workflow | None) -> ContextFor:
+    def _watched(self, watch: Watch, workflow: Workflow | None, leave_out: Collection[str] = ()) -> ContextFor:
         def context_for(location: str) -> SystemContext:
             host, view = self.open(location)
-            return watch.assembled(host.assemble(view))
+            context = watch.assembled(host.assemble(view))
+            if leave_out:
+                kept = [source for source in context.sources if source.key not in leave_out]
+                context = SystemContext(kept, on_render_error=context.on_render_error)
+            return context
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 

@@ -47,7 +47,10 @@ def anthropic_stream(text: str, model: str) -> bytes:
                 },
             },
         ),
-        _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
         _sse("ping", {"type": "ping"}),
         _sse(
             "content_block_delta",
@@ -56,7 +59,11 @@ def anthropic_stream(text: str, model: str) -> bytes:
         _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
         _sse(
             "message_delta",
-            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}},
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
         ),
         _sse("message_stop", {"type": "message_stop"}),
     ]
@@ -76,7 +83,7 @@ def anthropic_message(text: str, model: str) -> dict[str, Any]:
     }
 
 
-def responses_stream(text: str, model: str) -> bytes:
+def responses_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
     resp_id = "resp_" + uuid.uuid4().hex[:24]
     item_id = "msg_" + uuid.uuid4().hex[:24]
     base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
@@ -85,26 +92,44 @@ def responses_stream(text: str, model: str) -> bytes:
     done_part = {"type": "output_text", "text": text, "annotations": []}
     done_item = {**item, "status": "completed", "content": [done_part]}
     usage = {
-        "input_tokens": 10,
+        "input_tokens": input_tokens,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": 1,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 11,
+        "total_tokens": input_tokens + 1,
     }
     events = [
         ("response.created", {"type": "response.created", "response": base}),
         ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
         (
             "response.content_part.added",
-            {"type": "response.content_part.added", "item_id": item_id, "output_index": 0, "content_index": 0, "part": part},
+            {
+                "type": "response.content_part.added",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "part": part,
+            },
         ),
         (
             "response.output_text.delta",
-            {"type": "response.output_text.delta", "item_id": item_id, "output_index": 0, "content_index": 0, "delta": text},
+            {
+                "type": "response.output_text.delta",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": text,
+            },
         ),
         (
             "response.output_text.done",
-            {"type": "response.output_text.done", "item_id": item_id, "output_index": 0, "content_index": 0, "text": text},
+            {
+                "type": "response.output_text.done",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "text": text,
+            },
         ),
         ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": done_item}),
         (
@@ -121,8 +146,10 @@ def responses_stream(text: str, model: str) -> bytes:
 class FakeModel:
     """``with FakeModel() as server:`` serves on ``server.url`` until the block ends."""
 
-    def __init__(self, reply: str = "OK") -> None:
+    def __init__(self, reply: str = "OK", input_tokens: int = 10) -> None:
         self.reply = reply
+        self.input_tokens = input_tokens
+        """Reported as the usage of every response (a large figure makes an agent compact)."""
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -157,7 +184,7 @@ class FakeModel:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_HEAD(self) -> None:
@@ -186,7 +213,7 @@ class FakeModel:
                     else:
                         self._send(200, json.dumps(anthropic_message(fake.reply, model)).encode(), "application/json")
                 elif bare == "/v1/responses":
-                    self._send(200, responses_stream(fake.reply, model), "text/event-stream")
+                    self._send(200, responses_stream(fake.reply, model, fake.input_tokens), "text/event-stream")
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 

@@ -140,8 +140,7 @@ def test_status_reads_codex_trust_records_without_writing_them(project, monkeypa
     hooks_path = home / "hooks.json"
     config = home / "config.toml"
     config.write_text(
-        config.read_text()
-        + f'\n[hooks.state."{hooks_path}:user_prompt_submit:0:0"]\ntrusted_hash = "sha256:abc"\n'
+        config.read_text() + f'\n[hooks.state."{hooks_path}:user_prompt_submit:0:0"]\ntrusted_hash = "sha256:abc"\n'
     )
     before = config.read_bytes()
     result = run("hook", "status", cwd=project)
