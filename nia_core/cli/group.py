@@ -20,7 +20,7 @@ class ReportedError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
-        self.exit_code = exit_code  # type: ignore[misc]  # a ClassVar in click 8.5's stubs; per instance here
+        vars(self)["exit_code"] = exit_code  # click declares exit_code a ClassVar; this instance's differs
 
 
 class NiaGroup(click.Group):
@@ -57,6 +57,17 @@ class NiaGroup(click.Group):
         if command is not None:
             return command
         return self._dynamic(ctx).get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Suggest from every command, not only those imported so far: ``nia contxt`` → did you mean 'context'?"""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Like click's, but built-in commands are described without importing them."""

@@ -98,19 +98,28 @@ def _describe(info: PluginInfo) -> str:
 
 
 def _pip(*arguments: str) -> subprocess.CompletedProcess[str]:
-    """pip of the interpreter nia runs in, so plugins land where nia can import them."""
-    return subprocess.run(
+    """pip of the interpreter nia runs in, so plugins land where nia can import them.
+
+    pip's output goes to stderr as it comes, so a slow resolve or download shows
+    progress instead of seconds of silence; it is also returned for parsing.
+    """
+    lines: list[str] = []
+    with subprocess.Popen(
         [sys.executable, "-m", "pip", *arguments],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
         text=True,
-        check=False,
-    )
+        errors="replace",
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            click.echo(line.rstrip("\n"), err=True)
+    return subprocess.CompletedProcess(process.args, process.returncode, "".join(lines), "")
 
 
 def _fail(action: str, result: subprocess.CompletedProcess[str]) -> NiaError:
-    output = (result.stdout + result.stderr).rstrip()
-    if output:
-        click.echo(output, err=True)
     return NiaError(f"pip {action} failed (exit status {result.returncode}); its output is above")
 
 
@@ -145,8 +154,8 @@ def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
         raise _fail("install", result)
-    summary = [line for line in result.stdout.splitlines() if line.startswith("Successfully installed")]
-    click.echo(summary[-1] if summary else "Nothing new to install.")
+    if not any(line.startswith("Successfully installed") for line in result.stdout.splitlines()):
+        click.echo("Nothing new to install.")
     after = _installed_plugins()
     added = sorted(name for name, record in after.items() if before.get(name) != record)
     if added:
@@ -183,16 +192,17 @@ def uninstall(packages: tuple[str, ...], yes: bool) -> None:
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
         raise _fail("uninstall", result)
-    remaining = _installed_plugins()
-    gone = [name for name in leaving if name not in remaining]
-    done = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("Successfully uninstalled")]
-    for line in done:
-        click.echo(line)
-    for line in (result.stdout + result.stderr).splitlines():
-        if line.startswith("WARNING: Skipping"):
-            click.echo(line, err=True)
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    done = [line for line in lines if line.startswith("Successfully uninstalled ")]
+    said = [_normalize(line.removeprefix("Successfully uninstalled ")) for line in done]
+    removed = {_normalize(d) for d in distributions if any(name.startswith(_normalize(d) + "-") for name in said)}
+    # Decided from pip's own report: an editable project's metadata stays importable in this process.
+    gone = [name for name in leaving if _normalize(installed[name].distribution or "") in removed]
     if gone:
         click.echo("Plugins removed: " + ", ".join(gone))
+    refused = [line for line in lines if line.startswith(("Not uninstalling ", "Can't uninstall "))]
+    if refused:
+        raise NiaError("pip did not uninstall everything: " + " ".join(refused))
     if not done:
         raise NiaError(f"nothing was uninstalled: {', '.join(distributions)} not installed for {sys.executable}")
 
@@ -281,4 +291,5 @@ def new(name: str, directory: Path | None, namespace: str | None) -> None:
     click.echo(f"  cd {target}")
     click.echo('  nia plugins install -e ".[test]"   # or: pip install -e ".[test]"')
     click.echo("  python -m pytest")
+    click.echo("  nia context show                   # NOTES.md here, in the context through your plugin")
     click.echo("  nia dev                            # live reload while you edit")

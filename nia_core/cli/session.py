@@ -38,6 +38,10 @@ from nia_core.sessions.epochs import ReplaceOutcome
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
 
 
+class ReportedDamage(NiaError):
+    """Some sessions are damaged; they were named one per line and the rest was shown."""
+
+
 class SessionError(NiaError):
     """Any other error met while working on a session, with the session named."""
 
@@ -274,10 +278,15 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 def list_command(ctx: click.Context, as_json: bool) -> None:
     """List the sessions, oldest first."""
     with opened(ctx) as (store, _):
-        records = store.sessions()
+        listing = store.list_sessions()
+    records = listing.sessions
     if as_json:
         click.echo(json.dumps([_session_json(r) for r in records], indent=2, ensure_ascii=False))
-        return
-    for r in records:
-        epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
-        click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")
+    else:
+        for r in records:
+            epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
+            click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")
+    if listing.damaged:  # the others are listed above; each damaged row is named, then the exit status says so
+        for error in listing.damaged:
+            click.echo(f"Error: {error}", err=True)
+        raise ReportedDamage(f"{len(listing.damaged)} session(s) could not be read; see: nia db check")

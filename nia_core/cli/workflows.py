@@ -96,7 +96,7 @@ def _read_input(operation: Operation, words: tuple[str, ...]) -> tuple[str | Non
         return None, None
     if words:
         return " ".join(words), "argument"
-    stdin = sys.stdin  # click swaps it under its test runner; get_text_stream is deprecated in click 8.5
+    stdin = sys.stdin
     if stdin.isatty():
         return None, None
     return stdin.read(), "stdin"
