@@ -8,7 +8,6 @@ what each hook told its agent. See docs/hosts.md.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -26,15 +25,9 @@ def _hook_command(name: str) -> click.Command:
     @click.command(name)
     @click.pass_context
     def answer(ctx: click.Context) -> None:
-        from nia_core.hosts import adapter, door
+        from nia_core.hosts import door
 
-        app = App.of(ctx)
-        timer = door.watchdog(name, door.deadline())
-        data = sys.stdin.buffer.read()
-        with door.stdout_to_stderr():
-            result = door.run(adapter(name), data, app.runtime)
-        door.emit(result)
-        timer.cancel()
+        door.answer(name, App.of(ctx).runtime)
 
     answer.help = (
         f"The command {name}'s hooks run: reads the hook JSON on stdin, prints the context update (or nothing). "

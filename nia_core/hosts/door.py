@@ -247,3 +247,35 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
     timer.daemon = True
     timer.start()
     return timer
+
+
+def answer(host: str, runtime: Runtime) -> None:
+    """One hook process: stdin to stdout (nothing else on it), under the watchdog; always returns."""
+    from nia_core.hosts import adapter
+
+    timer = watchdog(host, deadline())
+    try:
+        data = sys.stdin.buffer.read()
+    except OSError:
+        data = b""
+    with stdout_to_stderr():
+        result = run(adapter(host), data, runtime)
+    emit(result)
+    timer.cancel()
+
+
+def main(host: str) -> int:
+    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+    import logging
+
+    from nia_core.runtime import Runtime
+
+    logger = logging.getLogger("nia")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("nia: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
+        logger.propagate = False
+    answer(host, Runtime())
+    return 0

@@ -13,12 +13,12 @@ import os
 import threading
 from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
 from nia_core.project import Workflow, locate
 from nia_core.providers.base import DEFAULT_MODEL, StreamCallback
-from nia_core.providers.lookup import ProviderLookup, providers_at
 from nia_core.runtime.attached import attach
 from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
 from nia_core.sessions import (
@@ -35,6 +35,9 @@ from nia_core.sessions import (
     run_turn,
     start_over,
 )
+
+if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
+    from nia_core.providers.lookup import ProviderLookup
 
 Where = Location | str | os.PathLike[str] | None
 """A Location, or a directory inside one (``None``: the current directory)."""
@@ -97,6 +100,8 @@ class Runtime:
         Built per call, so an edited ``project.toml`` counts at the next turn.
         """
         location = self.locate(where)
+        from nia_core.providers.lookup import providers_at
+
         return providers_at(location, self.host(location))
 
     def summarizer(self, where: Where = None) -> Summarizer:
