@@ -47,6 +47,7 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
+    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
@@ -893,6 +894,8 @@ class PostgresStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
+        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
+            raise RefusedInput(session_id, "the input is empty (only whitespace)")
 
         def work(tx: _Tx) -> None:
             # Locked so a concurrent promote sees this input wholly before or wholly after it.

@@ -25,6 +25,7 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
+    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
@@ -487,6 +488,8 @@ class SQLiteStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
+        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
+            raise RefusedInput(session_id, "the input is empty (only whitespace)")
         with self._write(session_id, "keep the input") as conn:
             self._session_row(conn, session_id)
             conn.execute(

@@ -11,7 +11,7 @@ import pytest
 
 from nia_core.errors import UsageError
 from nia_core.runtime import Runtime, attached_id
-from nia_core.sessions import Blocked, Idle, Replied, SQLiteStore, Store
+from nia_core.sessions import Blocked, Idle, Replied
 
 STATUS_PLUGIN = """
 from pathlib import Path
@@ -82,12 +82,6 @@ def project(tmp_path: Path) -> Path:
     (root / ".nia" / "plugins").mkdir(parents=True)
     (root / "AGENTS.md").write_text("Be brief.\n")
     return root
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Store:
-    with SQLiteStore(tmp_path / "nia.db") as opened:
-        yield opened
 
 
 def with_plugin(project: Path, name: str, code: str) -> None:
