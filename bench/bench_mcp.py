@@ -144,7 +144,7 @@ def main() -> None:
     rows += [(f"read {label} ({args.sources} sources)", 1000 / rate, None, rate) for label, rate in served.items()]
     rows.append((f"naive: `nia context show` per read ({args.sources} sources)", 1000 / naive, None, naive))
     width = max(len(row[0]) for row in rows)
-    print(f"\nnia mcp over stdio (target: an update event under 100 ms after the save)\n")
+    print("\nnia mcp over stdio (target: an update event under 100 ms after the save)\n")
     print(f"{'measurement':<{width}}  {'median ms':>9}  {'worst ms':>8}  {'per second':>10}")
     for label, median, worst, rate in rows:
         shown_worst = f"{worst:8.1f}" if worst is not None else f"{'':>8}"
