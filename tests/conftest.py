@@ -11,6 +11,8 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    # A temporary folder is never inside a git work tree, even when the checkout holds the temp dir.
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
     for name in (
         "NIA_DB",
         "NIA_DISABLE_PLUGINS",
