@@ -17,7 +17,7 @@ import click
 from nia_core.cli.app import App
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
-from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.model import DEFAULT_MODEL
 from nia_core.sessions import (
     Blocked,
     Contexts,

@@ -20,6 +20,7 @@ from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
 from nia_core.context import Generation, Location, initialize
 from nia_core.errors import InitializationBlocked, NiaError, UsageError
+from nia_core.model import DEFAULT_MODEL
 from nia_core.project import translog
 from nia_core.project.config import (
     COMMANDS_FILE,
@@ -31,7 +32,6 @@ from nia_core.project.config import (
 )
 from nia_core.project.toml import ConfigError
 from nia_core.project.workflow import Workflow, assemble_workflow
-from nia_core.providers.base import DEFAULT_MODEL
 
 
 @click.group("workflows")
