@@ -87,3 +87,23 @@ def test_an_edited_editable_install_is_an_update(project, tmp_path):
     edit_keeping_size_and_mtime(module, '"aaa"', '"bbb"')
     assert hook(project, env, "UserPromptSubmit") == "LIVE bbb"
     assert not list(package.glob("__pycache__/*.pyc"))  # compiled from source, nothing cached to go stale
+
+
+def test_the_hook_process_loads_no_click_and_no_provider_or_http_code(project):
+    """The agent waits for the hook at every prompt: its import path stays lean (see bench/bench_hook.py)."""
+    payload = json.dumps({"session_id": "lean", "cwd": str(project), "hook_event_name": "UserPromptSubmit"})
+    probe = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n'))\n"
+        "sys.argv = ['nia', 'hook', 'claude-code']\n"
+        "from nia_core.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], input=payload, capture_output=True, text=True, cwd=project, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    modules = set(done.stderr.split("MODULES ", 1)[1].split())
+    assert "nia_core.hosts.door" in modules
+    heavy = {"click", "http.client", "urllib.request", "nia_core.providers.registry", "nia_core.providers.http"}
+    assert modules & heavy == set()
