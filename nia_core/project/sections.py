@@ -77,12 +77,15 @@ def project_context(location: Location, config: ProjectConfig | None = None, *, 
 
 
 def file_sources(
-    files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str
+    files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str, root: Path
 ) -> tuple[ContextSource, ...]:
-    return tuple(file_source(file_key(prefix, f.path), f.canonical, f.path, f.description, fmt, element) for f in files)
+    base = str(root)
+    return tuple(
+        file_source(file_key(prefix, f.path), f.canonical, f.path, f.description, fmt, element, base) for f in files
+    )
 
 
-def project_sections(context: ProjectContext, fmt: PromptFormat) -> list[Section]:
+def project_sections(context: ProjectContext, fmt: PromptFormat, root: Path) -> list[Section]:
     """The project config section (with its files) and the service section, each when it has content."""
     sections: list[Section] = []
     info = context.config.project
@@ -93,7 +96,7 @@ def project_sections(context: ProjectContext, fmt: PromptFormat) -> list[Section
         def project(prefix: str) -> ContextSource:
             return project_source(info.name, info.description, fmt, has_files, prefix)
 
-        sections.append((project, file_sources(files, PROJECT_FILES, fmt, "project_file")))
+        sections.append((project, file_sources(files, PROJECT_FILES, fmt, "project_file", root)))
     service, path = context.service, context.service_path
     if service is not None and path is not None:
 
@@ -149,4 +152,4 @@ def project_context_sources(location: Location) -> list[ContextSource]:
     context = project_context(location, config, strict=False)
     for message in context.warnings:
         warn_once(message)
-    return flatten(project_sections(context, config.project.prompt_format or "md"))
+    return flatten(project_sections(context, config.project.prompt_format or "md", location.root))
