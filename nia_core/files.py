@@ -258,3 +258,65 @@ class StatCache:
             for table in (self._entries, self._texts):
                 for slot in [slot for slot in table if slot[0] == key]:
                     del table[slot]
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_folder_inside(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool = True) -> int:
+    """A descriptor on the folder ``root/parts...``, which is checked to lie inside ``root``.
+
+    Each folder is opened relative to the one before it with ``O_NOFOLLOW``
+    (and created when missing, if ``create``), so what nia writes through the
+    descriptor (``dir_fd=``) lands inside the project even when a folder on the
+    way is swapped for a symlink. A folder that *is* a symlink is followed only
+    when its real path lies inside ``root``; otherwise :class:`Refused` names
+    the folder and the realm of its target. The caller closes the descriptor.
+    """
+    base = os.path.realpath(root)
+    fd = os.open(base, _DIR_FLAGS)
+    here = base
+    try:
+        for part in parts:
+            if part in ("", ".", "..") or os.sep in part:
+                raise ValueError(f"not a plain folder name: {part!r}")
+            shown = os.path.relpath(os.path.join(here, part), base)
+            try:
+                step = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made by a concurrent run, or a symlink appeared: the open below decides
+                step = _open_step(fd, part, here, base, shown)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise
+                step = _open_step(fd, part, here, base, shown)
+            os.close(fd)
+            fd = step
+            here = os.path.join(here, part)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_step(fd: int, part: str, here: str, base: str, shown: str) -> int:
+    """Open ``part`` under ``fd``; a symlink only when its real target is a folder inside ``base``."""
+    try:
+        return os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+    target = os.path.realpath(os.path.join(here, part))
+    if not inside(target, base):
+        raise Refused(f"{shown} is a symlink that {outside_clause(target)}")
+    step = os.open(target, _DIR_FLAGS | _NOFOLLOW)
+    if not _opened_is(step, os.fstat(step), target, base):
+        os.close(step)
+        raise Refused(f"{shown} changed while it was opened (a symlink swapped in)", transient=True)
+    return step
