@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
-from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml
+from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, refused_config
 
 EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
@@ -341,7 +341,8 @@ def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], 
     except FileNotFoundError:
         return empty
     except Refused as exc:
-        raise ConfigError(f"{display}: refused: the file {exc.problem}") from None
+        refused_config(display, exc.problem, path)  # ignored, as if absent: the rest of the context renders
+        return empty
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
     if content.oversize:

@@ -121,12 +121,17 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(message: str) -> None:
-    """Log a warning the first time it occurs in this process (producers run at every boundary)."""
+def warn_once(message: str, scope: object = None) -> None:
+    """Log a warning the first time it occurs in this process for ``scope`` (producers run at every boundary).
+
+    ``scope`` (a project root) keeps the same message about two projects apart:
+    messages name paths relative to their project.
+    """
+    key = f"{scope}\0{message}"
     with _warned_lock:
-        if message in _warned:
+        if key in _warned:
             return
-        _warned.add(message)
+        _warned.add(key)
     log.warning("%s", message)
 
 
@@ -144,12 +149,12 @@ def project_context_sources(location: Location) -> list[ContextSource]:
         last = _last_good.get(location.root)
         if last is None:
             raise
-        warn_once(f"{error} (keeping the last valid project.toml)")
+        warn_once(f"{error} (keeping the last valid project.toml)", location.root)
         config = last
     _last_good[location.root] = config
     if not config.exists:
         return []
     context = project_context(location, config, strict=False)
     for message in context.warnings:
-        warn_once(message)
+        warn_once(message, location.root)
     return flatten(project_sections(context, config.project.prompt_format or "md", location.root))

@@ -19,6 +19,9 @@ is a symlink to outside the project is refused, and at most
 
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -26,6 +29,8 @@ from typing import Any
 
 from nia_core.errors import UsageError
 from nia_core.files import Refused, read_checked
+
+log = logging.getLogger("nia.project")
 
 MAX_NESTING = 100
 """Arrays and inline tables nested deeper than this make a configuration file invalid."""
@@ -67,14 +72,34 @@ def read_toml(
     return parse_toml(data, name)
 
 
+_warned: set[str] = set()
+
+
+def refused_config(display: str, problem: str, where: str | os.PathLike[str] = "") -> None:
+    """Say (once per process and file) that a configuration file is ignored because it was refused."""
+    message = f"{display} {problem}: ignored (path security: only regular files inside the project are read)"
+    key = f"{os.fspath(where)}\0{message}"
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("%s", message)
+
+
 def read_config_bytes(path: Path, root: Path | None, display: str) -> bytes:
-    """The bytes of a configuration file, checked; ``FileNotFoundError`` passes through."""
+    """The bytes of a configuration file, checked.
+
+    ``FileNotFoundError`` passes through; so does a file refused by path
+    security, after a warning: a ``.nia`` folder or ``.nia/*.toml`` file that
+    is a symlink pointing outside the project (or a FIFO, a device) counts as
+    absent, so the rest of the context still renders.
+    """
     try:
         content = read_checked(path, root, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         raise
     except Refused as exc:
-        raise ConfigError(f"{display}: refused: the file {exc.problem}") from None
+        shown = os.path.relpath(path, root).replace(os.sep, "/") if root is not None else display
+        refused_config(shown, exc.problem, path)
+        raise FileNotFoundError(errno.ENOENT, exc.problem, display) from None
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
     if content.oversize:

@@ -106,11 +106,11 @@ class Workflow:
         try:
             self.project = load_project_config(root)
         except ConfigError as error:
-            warn_once(f"{error} (keeping the last valid project.toml)")
+            warn_once(f"{error} (keeping the last valid project.toml)", root)
         category1 = project_context(self.location, self.project, strict=False)
         category2 = merge(root, self.context_entries, strict=False)
         for message in (*category1.warnings, *category2.warnings):
-            warn_once(message)
+            warn_once(message, root)
         self.category1, self.category2 = category1, category2
 
     def sections(self) -> list[Section]:
