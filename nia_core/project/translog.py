@@ -155,7 +155,10 @@ def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path | None:
     to write (a full disk, a read-only folder) is a warning too: a log never
     fails the run it records.
     """
-    data = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    try:
+        data = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    except UnicodeEncodeError:  # an undecodable file name: JSON's \u escapes keep it, and keep the file valid
+        data = (json.dumps(entry, indent=2) + "\n").encode()
     stamp = dt.datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).strftime("%Y%m%dT%H%M%S.%fZ")
     try:
         folder = open_folder_inside(root, LOG_PARTS)
