@@ -29,6 +29,7 @@ import stat
 import sys
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 
 Signature = tuple[int, int, int, int, int]
 
@@ -107,14 +108,21 @@ def outside_clause(target: str) -> str:
     return f"resolves to {where}, outside the project"
 
 
+def _kernel_name(fd: int) -> str | None:
+    """The kernel's own name for what ``fd`` is open on (Linux), else ``None``."""
+    if _PROC_FD is None:
+        return None
+    try:
+        name = os.readlink(_PROC_FD + str(fd))
+    except OSError:
+        return None
+    return name if name.startswith(os.sep) and not name.endswith(" (deleted)") else None
+
+
 def _opened_is(fd: int, info: os.stat_result, real: str, root: str) -> bool:
     """Whether descriptor ``fd`` (stat ``info``) is the file at ``real`` (inside ``root``)."""
-    if _PROC_FD is not None:
-        try:
-            if os.readlink(_PROC_FD + str(fd)) == real:
-                return True  # the kernel's own name for what was opened
-        except OSError:
-            pass
+    if _kernel_name(fd) == real:
+        return True
     now = os.path.realpath(real)
     if now != real or not inside(now, root):
         return False
@@ -123,6 +131,11 @@ def _opened_is(fd: int, info: os.stat_result, real: str, root: str) -> bool:
     except OSError:
         return False
     return (again.st_dev, again.st_ino) == (info.st_dev, info.st_ino)
+
+
+@lru_cache(maxsize=256)
+def _real_root(root: str) -> str:
+    return os.path.realpath(root)
 
 
 def read_fd(fd: int, limit: int | None) -> bytes:
@@ -146,29 +159,64 @@ def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     only for files the user put outside any project, like the global
     AGENTS.md). Raises :class:`Refused` for a file that escapes ``root`` or is
     not a regular file, and ``OSError`` like :func:`open` otherwise.
+
+    The usual path (a canonical path, on Linux) costs an ``open``, an
+    ``fstat``, a ``readlink`` of ``/proc/self/fd/N`` and the reads: the
+    kernel's name for the opened file is what is checked against ``root``.
+    A path whose last component is a symlink is resolved first, checked, and
+    opened by its real path; where the kernel gives no name, the real path is
+    resolved after the open and its device and inode compared with the
+    opened file's.
     """
     given = os.fspath(path)
-    real = os.path.realpath(given)
-    base = None if root is None else os.path.realpath(root)
-    if base is not None and not inside(real, base):
-        raise Refused(outside_clause(real))
-    try:
-        fd = os.open(real, _OPEN_FLAGS)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # became a symlink after it was resolved
-            raise Refused("changed into a symlink while it was opened", transient=True) from None
-        raise
+    base = None if root is None else _real_root(os.fspath(root))
+    fd, real = _open(given, base)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Refused("is not a regular file")
-        if base is not None and not _opened_is(fd, info, real, base):
+        if base is not None and real is None:
+            name = _kernel_name(fd)
+            if name is not None and not inside(name, base):  # a folder on the way is a symlink out
+                again = os.path.realpath(given)
+                raise Refused(outside_clause(name), transient=inside(again, base))  # inside now: it was swapped
+            if name is None:
+                real = os.path.realpath(given)
+                if not inside(real, base):
+                    raise Refused(outside_clause(real))
+                if not _opened_is(fd, info, real, base):
+                    raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
+            else:
+                real = name
+        elif base is not None and real is not None and not _opened_is(fd, info, real, base):
             raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
         data = read_fd(fd, limit)
     finally:
         os.close(fd)
     size = max(info.st_size, len(data))
-    return Content(data, size, limit is not None and len(data) > limit, real, signature(info))
+    return Content(data, size, limit is not None and len(data) > limit, real or given, signature(info))
+
+
+def _open(given: str, base: str | None) -> tuple[int, str | None]:
+    """A descriptor on ``given`` (never following a symlink as its last component), and its real path if known.
+
+    When ``given`` itself is a symlink, it is resolved and checked against
+    ``base`` before its target is opened; a target outside is refused unopened.
+    """
+    try:
+        return os.open(given, _OPEN_FLAGS), None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    real = os.path.realpath(given)  # the last component is a symlink
+    if base is not None and not inside(real, base):
+        raise Refused(outside_clause(real))
+    try:
+        return os.open(real, _OPEN_FLAGS), real
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped again since it was resolved
+            raise Refused("changed into a symlink while it was opened", transient=True) from None
+        raise
 
 
 class StatCache:
