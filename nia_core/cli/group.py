@@ -20,7 +20,7 @@ class ReportedError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        vars(self)["exit_code"] = exit_code  # click declares exit_code a ClassVar; this instance's differs
 
 
 class NiaGroup(click.Group):
@@ -28,7 +28,7 @@ class NiaGroup(click.Group):
 
     dynamic_providers: list[DynamicCommands] = []
     lazy_commands: dict[str, tuple[str, str]] = {}
-    """Built-in command name -> (module that registers it, short help for ``--help``)."""
+    """Built-in command name -> (``module:attribute`` of the command, short help for ``--help``)."""
 
     def _dynamic(self, ctx: click.Context) -> dict[str, click.Command]:
         cache = ctx.meta.setdefault("nia.dynamic", None)
@@ -51,11 +51,23 @@ class NiaGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in self.lazy_commands:
-            importlib.import_module(self.lazy_commands[cmd_name][0])
-            command = super().get_command(ctx, cmd_name)
+            module, _, attribute = self.lazy_commands[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
         if command is not None:
             return command
         return self._dynamic(ctx).get(cmd_name)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Suggest from every command, not only those imported so far: ``nia contxt`` → did you mean 'context'?"""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=ctx
+            ) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Like click's, but built-in commands are described without importing them."""

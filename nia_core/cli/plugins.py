@@ -14,7 +14,6 @@ import click
 
 from nia_core.about import DISTRIBUTION
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.context import Location
 from nia_core.errors import NiaError, UsageError
 from nia_core.host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
@@ -40,7 +39,7 @@ def _load(app: App, location: Location) -> PluginHost:
     return load_host(location, plugins_dirs=app.plugins_dirs, flags=app.flags, strict=False)
 
 
-@cli.group()
+@click.group()
 def plugins() -> None:
     """List, install, uninstall and switch plugins on and off."""
 
@@ -99,19 +98,28 @@ def _describe(info: PluginInfo) -> str:
 
 
 def _pip(*arguments: str) -> subprocess.CompletedProcess[str]:
-    """pip of the interpreter nia runs in, so plugins land where nia can import them."""
-    return subprocess.run(
+    """pip of the interpreter nia runs in, so plugins land where nia can import them.
+
+    pip's output goes to stderr as it comes, so a slow resolve or download shows
+    progress instead of seconds of silence; it is also returned for parsing.
+    """
+    lines: list[str] = []
+    with subprocess.Popen(
         [sys.executable, "-m", "pip", *arguments],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
         text=True,
-        check=False,
-    )
+        errors="replace",
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            click.echo(line.rstrip("\n"), err=True)
+    return subprocess.CompletedProcess(process.args, process.returncode, "".join(lines), "")
 
 
 def _fail(action: str, result: subprocess.CompletedProcess[str]) -> NiaError:
-    output = (result.stdout + result.stderr).rstrip()
-    if output:
-        click.echo(output, err=True)
     return NiaError(f"pip {action} failed (exit status {result.returncode}); its output is above")
 
 
@@ -131,7 +139,8 @@ def _installed_plugins() -> dict[str, epcache.EntryPointRecord]:
     help="Install a plugin under development from its folder, in editable mode (repeatable).",
 )
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade the packages if already installed.")
-def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was installed as JSON.")
+def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool, as_json: bool) -> None:
     """Install plugin packages with pip, into the environment nia runs in.
 
     PACKAGES are anything pip accepts: names, version specifiers, paths, URLs.
@@ -146,10 +155,19 @@ def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
         raise _fail("install", result)
-    summary = [line for line in result.stdout.splitlines() if line.startswith("Successfully installed")]
-    click.echo(summary[-1] if summary else "Nothing new to install.")
+    installed = [
+        word
+        for line in result.stdout.splitlines()
+        if line.startswith("Successfully installed ")
+        for word in line.split()[2:]
+    ]
     after = _installed_plugins()
     added = sorted(name for name, record in after.items() if before.get(name) != record)
+    if as_json:
+        click.echo(json.dumps({"installed": installed, "plugins_added": added}, indent=2))
+        return
+    if not installed:
+        click.echo("Nothing new to install.")
     if added:
         click.echo("Plugins now available: " + ", ".join(added))
 
@@ -157,7 +175,10 @@ def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool
 @plugins.command("uninstall")
 @click.argument("packages", nargs=-1, required=True)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def uninstall(packages: tuple[str, ...], yes: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print what was uninstalled as JSON (the question goes to stderr)."
+)
+def uninstall(packages: tuple[str, ...], yes: bool, as_json: bool) -> None:
     """Uninstall plugin packages with pip.
 
     Each of PACKAGES is a distribution name or the name of a plugin it
@@ -179,21 +200,25 @@ def uninstall(packages: tuple[str, ...], yes: bool) -> None:
     )
     if not yes:
         what = ", ".join(distributions) + (f" (plugins: {', '.join(leaving)})" if leaving else "")
-        click.confirm(f"Uninstall {what}?", abort=True)
+        click.confirm(f"Uninstall {what}?", abort=True, err=as_json)
     result = _pip("uninstall", "--yes", *distributions)
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
         raise _fail("uninstall", result)
-    remaining = _installed_plugins()
-    gone = [name for name in leaving if name not in remaining]
-    done = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("Successfully uninstalled")]
-    for line in done:
-        click.echo(line)
-    for line in (result.stdout + result.stderr).splitlines():
-        if line.startswith("WARNING: Skipping"):
-            click.echo(line, err=True)
-    if gone:
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    done = [line for line in lines if line.startswith("Successfully uninstalled ")]
+    said = [_normalize(line.removeprefix("Successfully uninstalled ")) for line in done]
+    removed = {_normalize(d) for d in distributions if any(name.startswith(_normalize(d) + "-") for name in said)}
+    # Decided from pip's own report: an editable project's metadata stays importable in this process.
+    gone = [name for name in leaving if _normalize(installed[name].distribution or "") in removed]
+    if as_json and done:
+        uninstalled = [line.removeprefix("Successfully uninstalled ") for line in done]
+        click.echo(json.dumps({"uninstalled": uninstalled, "plugins_removed": gone}, indent=2))
+    elif gone:
         click.echo("Plugins removed: " + ", ".join(gone))
+    refused = [line for line in lines if line.startswith(("Not uninstalling ", "Can't uninstall "))]
+    if refused:
+        raise NiaError("pip did not uninstall everything: " + " ".join(refused))
     if not done:
         raise NiaError(f"nothing was uninstalled: {', '.join(distributions)} not installed for {sys.executable}")
 
@@ -251,7 +276,7 @@ def enable(ctx: click.Context, name: str, location: str | None) -> None:
 # -- nia plugin new -----------------------------------------------------------------------
 
 
-@cli.group("plugin")
+@click.group("plugin")
 def plugin_group() -> None:
     """Create a new plugin package."""
 
@@ -282,4 +307,5 @@ def new(name: str, directory: Path | None, namespace: str | None) -> None:
     click.echo(f"  cd {target}")
     click.echo('  nia plugins install -e ".[test]"   # or: pip install -e ".[test]"')
     click.echo("  python -m pytest")
+    click.echo("  nia context show                   # NOTES.md here, in the context through your plugin")
     click.echo("  nia dev                            # live reload while you edit")

@@ -61,6 +61,9 @@ IGNORED_NAMES = re.compile(
     | \.(bak|orig|tmp|temp|kate-swp|crswap)$ | \.tmp[.\w-]*$
     | ___jb_(tmp|old)___$              # JetBrains safe-write
     | ^\.goutputstream- | ^\.~lock\. | ^\.DS_Store$ | ^flycheck_
+    | ^sed[A-Za-z0-9]{6}$              # GNU sed -i's scratch copy
+    | ^tmp[a-z0-9_]{8}(\.\w+)?$          # Python tempfile in the same folder (atomic writers)
+    | ^\.\#.* | ^\.[^/]*\.kate-swp$ | ^\.~[^/]*$   # more editors' locks and scratch copies
     """,
     re.VERBOSE,
 )

@@ -29,7 +29,7 @@ LOG_VERSION = 1
 LOG_PARTS = (".nia", "logs", "transactions")
 LOG_FOLDER = "/".join(LOG_PARTS)
 LATEST = "latest.json"
-_LOG_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z(?:-\d+)?\.json$")
+_LOG_NAME = re.compile(r"\d{8}T\d{6}\.\d{6}Z(?:-\d+)?\.json")
 
 
 def log_dir(root: Path) -> Path:
@@ -212,7 +212,7 @@ def prune(folder: Path, keep: int) -> list[Path]:
 
 
 def _prune(folder: int, keep: int) -> list[str]:
-    logs = sorted(name for name in os.listdir(folder) if _LOG_NAME.match(name))
+    logs = sorted(name for name in os.listdir(folder) if _LOG_NAME.fullmatch(name))
     removed = []
     for name in logs[: max(0, len(logs) - keep)]:
         try:

@@ -43,8 +43,16 @@ DEFAULT_MAX_TOKENS = 8192
 MAX_BREAKPOINTS = 4
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
 
-MODELS = CapabilityTable([])
-"""No Anthropic model has a native mid-conversation system role; config may add one for compatible servers."""
+MODELS = CapabilityTable(
+    [
+        ("claude-opus-4-8*", ModelCapabilities("system", "system")),
+        ("claude-opus-5*", ModelCapabilities("system", "system")),
+        ("claude-sonnet-5*", ModelCapabilities("system", "system")),
+        ("claude-haiku-5*", ModelCapabilities("system", "system")),
+    ]
+)
+"""Models with a native mid-conversation ``role: "system"`` turn (Claude Opus 4.8 and later; the SDK's
+``SystemMessageParam``). Every other model takes the wrapped fallback; config may add entries."""
 
 Block = dict[str, Any]
 
@@ -59,11 +67,12 @@ def lower_messages(
     last_block: list[tuple[int, int] | None] = []
     """Per history message: (turn, block) of the last block it produced."""
     for index, message in enumerate(history):
-        role, blocks = _lower_message(index, message, capabilities)
+        after = turns[-1]["role"] if turns else None
+        role, blocks = _lower_message(index, message, capabilities, after)
         if not blocks:
             last_block.append(None)
             continue
-        if turns and turns[-1]["role"] == role and role in ("user", "assistant"):
+        if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
@@ -107,7 +116,10 @@ def count_breakpoints(body: dict[str, Any]) -> int:
     return sum(1 for block in blocks if "cache_control" in block)
 
 
-def _lower_message(index: int, message: Message, capabilities: ModelCapabilities) -> tuple[str, list[Block]]:
+def _lower_message(
+    index: int, message: Message, capabilities: ModelCapabilities, after: str | None
+) -> tuple[str, list[Block]]:
+    """The role and blocks of one history message; ``after`` is the role of the turn before it."""
     kind = message.kind
     if kind == "user":
         if not message.text.strip():
@@ -116,8 +128,10 @@ def _lower_message(index: int, message: Message, capabilities: ModelCapabilities
     if kind == "summary":
         return "user", [{"type": "text", "text": wrap_summary(message.text)}]
     if kind == "system_update":
-        if capabilities.native_updates:
-            return capabilities.update_role, [{"type": "text", "text": message.text}]
+        # The placement rule: a system turn only right after a user turn (or another system
+        # turn, merged into it); anywhere else the wrapped fallback keeps the request valid.
+        if capabilities.native_updates and after in ("user", "system"):
+            return "system", [{"type": "text", "text": message.text}]
         return "user", [{"type": "text", "text": wrap_update(message.text)}]
     if kind == "tool_result":
         block: Block = {"type": "tool_result", "tool_use_id": message.tool_call_id}
@@ -165,7 +179,7 @@ class AnthropicMessagesProvider(RemoteProvider):
 
     def parse_reply(self, endpoint: Endpoint, obj: dict[str, Any]) -> Reply:
         if obj.get("type") == "error":
-            raise HttpError(f"{endpoint.label}: {endpoint.url} answered with an error: {_error_text(obj)}")
+            raise HttpError(f"{endpoint.label}: {endpoint.shown} answered with an error: {_error_text(obj)}")
         content = obj.get("content")
         if not isinstance(content, list):
             raise _invalid(endpoint, "no content list")
@@ -178,14 +192,32 @@ class AnthropicMessagesProvider(RemoteProvider):
                 text.append(str(block.get("text", "")))
             elif block.get("type") == "tool_use":
                 calls.append(_tool_call(endpoint, block.get("id"), block.get("name"), block.get("input")))
-        return Reply(text="".join(text), tool_calls=tuple(calls), usage=_usage(obj.get("usage")), raw=obj)
+        return _reply("".join(text), tuple(calls), _usage(obj.get("usage")), obj, obj.get("stop_reason"))
 
     def assembler(self, endpoint: Endpoint, stream: StreamCallback) -> StreamAssembler:
         return _MessagesStream(endpoint, stream)
 
 
+REFUSAL = "refusal"
+"""``stop_reason`` when the model declined; the docs say to reset the refused turn before going on."""
+
+
+def _reply(text: str, calls: tuple[ToolCall, ...], usage: Usage, raw: dict[str, Any], stop: Any) -> Reply:
+    stop_reason = stop if isinstance(stop, str) else None
+    refused = stop_reason == REFUSAL
+    return Reply(
+        text=text,
+        tool_calls=calls,
+        usage=usage,
+        raw=raw,
+        stop_reason=stop_reason,
+        refusal=refused,
+        resets_turn=refused,
+    )
+
+
 def _invalid(endpoint: Endpoint, why: str) -> HttpError:
-    return HttpError(f"{endpoint.label}: invalid response from {endpoint.url}: {why}")
+    return HttpError(f"{endpoint.label}: invalid response from {endpoint.shown}: {why}")
 
 
 def _error_text(obj: dict[str, Any]) -> str:
@@ -207,15 +239,20 @@ def _usage(raw: Any) -> Usage:
     """Anthropic counts uncached, cache-read and cache-written input apart; nia's ``input_tokens`` is their sum."""
     if not isinstance(raw, dict):
         return Usage()
-    uncached = int(raw.get("input_tokens") or 0)
-    read = int(raw.get("cache_read_input_tokens") or 0)
-    written = int(raw.get("cache_creation_input_tokens") or 0)
+    uncached = _count(raw.get("input_tokens"))
+    read = _count(raw.get("cache_read_input_tokens"))
+    written = _count(raw.get("cache_creation_input_tokens"))
     return Usage(
         input_tokens=uncached + read + written,
-        output_tokens=int(raw.get("output_tokens") or 0),
+        output_tokens=_count(raw.get("output_tokens")),
         cached_input_tokens=read,
         cache_write_tokens=written,
     )
+
+
+def _count(value: Any) -> int:
+    """A token count as reported; anything that is not a non-negative integer counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 class _MessagesStream(StreamAssembler):
@@ -227,13 +264,14 @@ class _MessagesStream(StreamAssembler):
         self.usage: dict[str, Any] = {}
         self.stopped = False
         self.message: dict[str, Any] = {}
+        self.stop_reason: Any = None
 
     def feed(self, event: ServerSentEvent) -> None:
         data = decode_event(self.endpoint, event)
         kind = data.get("type", event.event)
         if kind == "error":
             raise HttpError(
-                f"{self.endpoint.label}: the stream from {self.endpoint.url} reported an error: {_error_text(data)}"
+                f"{self.endpoint.label}: the stream from {self.endpoint.shown} reported an error: {_error_text(data)}"
             )
         if kind == "message_start":
             self.message = data.get("message") or {}
@@ -256,6 +294,9 @@ class _MessagesStream(StreamAssembler):
                 block["partial_json"] = block.get("partial_json", "") + delta.get("partial_json", "")
         elif kind == "message_delta":
             self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+            delta = data.get("delta") or {}
+            if isinstance(delta, dict) and delta.get("stop_reason"):
+                self.stop_reason = delta["stop_reason"]
         elif kind == "message_stop":
             self.stopped = True
 
@@ -282,4 +323,6 @@ class _MessagesStream(StreamAssembler):
                     {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": arguments}
                 )
         raw = {**self.message, "content": content, "usage": self.usage, "streamed": True}
-        return Reply(text="".join(text), tool_calls=tuple(calls), usage=_usage(self.usage), raw=raw)
+        stop = self.stop_reason or self.message.get("stop_reason")
+        raw["stop_reason"] = stop
+        return _reply("".join(text), tuple(calls), _usage(self.usage), raw, stop)

@@ -1,32 +1,32 @@
-"""A small HTTP client for provider APIs, on the standard library.
+"""Provider calls over nia's HTTP client (:mod:`nia_core.http`): retries, errors, event streams.
 
-Timeouts on every socket operation; retries with exponential backoff on 429,
-408/409 and 5xx (honouring ``Retry-After``), on timeouts and on refused or
-dropped connections; one clear :class:`HttpError` otherwise, naming the
-status, the URL and what the server said. Streaming replies (server-sent
-events) are parsed line by line and handed to a callback as they arrive; a
-stream is retried only before its first event, never after, so no text is
-shown twice.
+Retries follow the official SDKs: ``x-should-retry: true/false`` decides when
+the server sends it; otherwise 408, 409, 429 and every 5xx (Anthropic's 52x
+included), timeouts and refused or dropped connections are retried with
+exponential backoff, waiting what ``retry-after-ms`` or ``Retry-After`` says
+when that is between 0 and 60 seconds. Every call has an overall deadline
+(retries and waits included) besides the per-read timeout. A stream is
+retried only before its first event, never after, so no text is shown twice.
+Every failure is one :class:`HttpError` line naming the status, the URL
+(credentials redacted) and what the server said.
 """
 
 from __future__ import annotations
 
 import email.utils
-import http.client
 import json
-import socket
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
 from nia_core.providers.base import ProviderError
 
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-USER_AGENT = "nia"
 T = TypeVar("T")
+USER_AGENT = "nia"
+MAX_SERVER_WAIT = 60.0
+"""A server-requested wait longer than this is ignored (the SDKs' rule); the backoff applies instead."""
 
 
 class HttpError(ProviderError):
@@ -38,21 +38,30 @@ class HttpError(ProviderError):
         self.retryable = retryable
 
 
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """The SDKs' rule: the server's ``x-should-retry`` first, then 408, 409, 429 and 5xx."""
+    flag = headers.get("x-should-retry", "").strip().lower()
+    if flag == "true":
+        return True
+    if flag == "false":
+        return False
+    return status in (408, 409, 429) or status >= 500
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 2
     """Attempts after the first."""
     backoff: float = 0.5
     """Seconds before the first retry; doubled for each next one."""
-    max_backoff: float = 20.0
-    """No wait is longer than this, whatever ``Retry-After`` says."""
+    max_backoff: float = 8.0
+    """The computed backoff never exceeds this."""
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        wait = self.backoff * (2.0 ** (attempt - 1))
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        return min(wait, self.max_backoff)
+        if retry_after is not None and 0 < retry_after <= MAX_SERVER_WAIT:
+            return retry_after
+        return min(self.backoff * (2.0 ** (attempt - 1)), self.max_backoff)
 
 
 @dataclass(frozen=True)
@@ -71,86 +80,136 @@ class Endpoint:
     """Who is calling, for messages: ``openai-chat``."""
     auth_hint: str = ""
     """Appended to a 401/403 message: which setting holds the key."""
+    credential_headers: frozenset[str] = field(default_factory=frozenset)
+    """Extra header names that carry a credential (beyond the usual ones)."""
+
+    @property
+    def shown(self) -> str:
+        """The URL for messages, credentials redacted."""
+        return redact_url(self.url)
 
 
 Sleep = Callable[[float], None]
 
 
 class HttpClient:
-    def __init__(self, *, timeout: float = 600.0, retry: RetryPolicy | None = None, sleep: Sleep = time.sleep) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 600.0,
+        deadline: float = 1800.0,
+        retry: RetryPolicy | None = None,
+        sleep: Sleep = time.sleep,
+        limits: Limits | None = None,
+    ) -> None:
         self.timeout = timeout
+        self.deadline = deadline
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
+        self.limits = limits or Limits()
 
     def post_json(self, endpoint: Endpoint, body: bytes) -> dict[str, Any]:
         """POST ``body`` and return the decoded JSON object of the reply."""
 
-        def read(response: BinaryIO) -> dict[str, Any]:
-            try:
-                data = response.read()
-            except (TimeoutError, OSError, http.client.HTTPException) as exc:
-                raise _Retry(_network_error(endpoint, exc, self.timeout), None) from None
-            return _decode_object(endpoint, data)
+        def read(response: Response, deadline: Deadline) -> dict[str, Any]:
+            return decode_object(endpoint, self._read(endpoint, response, self.limits.body))
 
         return self._with_retries(endpoint, body, read, streaming=False)
 
     def post_stream(self, endpoint: Endpoint, body: bytes, on_event: Callable[[ServerSentEvent], None]) -> None:
         """POST ``body`` and feed each server-sent event to ``on_event`` as it arrives."""
 
-        def consume(response: BinaryIO) -> None:
-            content_type = getattr(response, "headers", {}).get("Content-Type", "")
+        def consume(response: Response, deadline: Deadline) -> None:
+            content_type = response.headers.get("Content-Type", "")
             if "text/event-stream" not in content_type:
                 # Some servers answer a streaming request with one JSON error or object.
-                data = response.read()
-                obj = _decode_object(endpoint, data)
+                obj = decode_object(endpoint, self._read(endpoint, response, self.limits.body))
                 raise HttpError(
-                    f"{endpoint.label}: expected an event stream from {endpoint.url}, got {content_type or 'no type'}: "
-                    f"{_summary(obj)}"
+                    f"{endpoint.label}: expected an event stream from {endpoint.shown}, "
+                    f"got {content_type or 'no type'}: {_summary(obj)}"
                 )
+            started = False
             try:
-                for event in iter_events(response):
+                for event in iter_events(response.lines(self.limits.line), self.limits.event, endpoint):
+                    started = True
                     on_event(event)
-            except (TimeoutError, OSError, http.client.HTTPException) as exc:
-                why = _describe_network(exc, self.timeout)
-                raise HttpError(f"{endpoint.label}: the stream from {endpoint.url} broke off: {why}") from None
+            except HttpFailure as exc:
+                failure = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
+                if exc.retryable and not started:
+                    raise _Retry(failure, None) from None
+                raise HttpError(f"{endpoint.label}: {exc}", status=exc.status) from None
 
         self._with_retries(endpoint, body, consume, streaming=True)
 
-    def _with_retries(self, endpoint: Endpoint, body: bytes, handle: Callable[[BinaryIO], T], *, streaming: bool) -> T:
+    def _read(self, endpoint: Endpoint, response: Response, limit: int) -> bytes:
+        try:
+            return response.read(limit)
+        except HttpFailure as exc:
+            error = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
+            if exc.retryable:
+                raise _Retry(error, None) from None
+            raise error from None
+
+    def _with_retries(
+        self, endpoint: Endpoint, body: bytes, handle: Callable[[Response, Deadline], T], *, streaming: bool
+    ) -> T:
+        deadline = Deadline(self.deadline)
         attempt = 0
         while True:
             try:
-                return self._once(endpoint, body, handle, streaming=streaming)
+                return self._once(endpoint, body, handle, deadline, streaming=streaming)
             except _Retry as retry:
                 attempt += 1
+                tries = f" (after {attempt} attempts)" if attempt > 1 else ""
                 if attempt > self.retry.max_retries:
-                    tries = f" (after {attempt} attempts)" if attempt > 1 else ""
                     raise HttpError(f"{retry.error}{tries}", status=retry.error.status) from None
-                self.sleep(self.retry.delay(attempt, retry.retry_after))
+                wait = self.retry.delay(attempt, retry.retry_after)
+                if wait >= deadline.remaining():
+                    raise HttpError(
+                        f"{retry.error}{tries}; no retry: the call's {self.deadline:g}s deadline would pass first",
+                        status=retry.error.status,
+                    ) from None
+                self.sleep(wait)
 
-    def _once(self, endpoint: Endpoint, body: bytes, handle: Callable[[BinaryIO], T], *, streaming: bool) -> T:
+    def _once(
+        self,
+        endpoint: Endpoint,
+        body: bytes,
+        handle: Callable[[Response, Deadline], T],
+        deadline: Deadline,
+        *,
+        streaming: bool,
+    ) -> T:
         headers = {"Content-Type": "application/json", "User-Agent": USER_AGENT, **endpoint.headers}
         if streaming:
             headers["Accept"] = "text/event-stream"
         try:
-            request = urllib.request.Request(endpoint.url, data=body, headers=headers, method="POST")
-            response = urllib.request.urlopen(request, timeout=self.timeout)
-        except ValueError as exc:
-            raise HttpError(f"{endpoint.label}: invalid URL {endpoint.url!r}: {exc}") from None
-        except urllib.error.HTTPError as exc:
-            with exc:
-                data = _read_quietly(exc)
-            error = _status_error(endpoint, exc.code, exc.reason, data)
-            if error.retryable:
-                raise _Retry(error, _retry_after(exc.headers)) from None
+            response = request(
+                "POST",
+                endpoint.url,
+                headers=headers,
+                body=body,
+                timeout=self.timeout,
+                deadline=deadline,
+                credential_headers=CREDENTIAL_HEADERS | endpoint.credential_headers,
+            )
+        except HttpFailure as exc:
+            error = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
+            if exc.retryable:
+                raise _Retry(error, None) from None
             raise error from None
-        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            if isinstance(reason, str):
-                raise HttpError(f"{endpoint.label}: cannot reach {endpoint.url}: {reason}") from None
-            raise _Retry(_network_error(endpoint, reason, self.timeout), None) from None
         with response:
-            return handle(response)
+            if response.status >= 300:
+                try:
+                    data = response.read(self.limits.error_body)
+                except HttpFailure:
+                    data = b""
+                headers_seen = header_items(response.headers)
+                error = status_error(endpoint, response.status, response.reason, data, headers_seen)
+                if error.retryable:
+                    raise _Retry(error, retry_after(headers_seen)) from None
+                raise error
+            return handle(response, deadline)
 
 
 class _Retry(Exception):
@@ -159,37 +218,15 @@ class _Retry(Exception):
         self.retry_after = retry_after
 
 
-def _read_quietly(response: Any) -> bytes:
-    try:
-        return bytes(response.read())
-    except (OSError, http.client.HTTPException):
-        return b""
-
-
-def _network_error(endpoint: Endpoint, exc: BaseException, timeout: float) -> HttpError:
-    return HttpError(
-        f"{endpoint.label}: cannot reach {endpoint.url}: {_describe_network(exc, timeout)}",
-        retryable=True,
-    )
-
-
-def _describe_network(exc: BaseException, timeout: float) -> str:
-    if isinstance(exc, TimeoutError | socket.timeout):
-        return f"timed out after {timeout:g}s"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError):
-        return "the server closed the connection"
-    if isinstance(exc, socket.gaierror):
-        return f"unknown host ({exc.strerror or exc})"
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _retry_after(headers: Any) -> float | None:
-    """``Retry-After`` in seconds (a number or an HTTP date), if the server sent one."""
-    value = headers.get("Retry-After") if headers is not None else None
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
     if not value:
         return None
     try:
@@ -203,79 +240,99 @@ def _retry_after(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _server_message(data: bytes) -> str:
+def server_message(data: bytes) -> str:
     """What the provider said in its error body (``error.message`` in both formats), else the raw start."""
     text = data.decode("utf-8", errors="replace").strip()
     try:
         obj = json.loads(text)
     except ValueError:
-        return _clip(text)
+        return clip(text)
     if isinstance(obj, dict):
         error = obj.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return _clip(error["message"])
+            kind = error.get("type") if isinstance(error.get("type"), str) else ""
+            prefix = f"{kind}: " if kind and obj.get("type") == "error" else ""
+            return clip(prefix + error["message"])
         if isinstance(error, str):
-            return _clip(error)
+            return clip(error)
         if isinstance(obj.get("message"), str):
-            return _clip(obj["message"])
-    return _clip(text)
+            return clip(obj["message"])
+    return clip(text)
 
 
-def _status_error(endpoint: Endpoint, status: int, reason: str, data: bytes) -> HttpError:
-    said = _server_message(data)
+def status_error(
+    endpoint: Endpoint, status: int, reason: str, data: bytes, headers: Mapping[str, str] | None = None
+) -> HttpError:
+    said = server_message(data)
     said_part = f": {said}" if said else ""
-    where = f"{endpoint.label}: HTTP {status} {reason} from {endpoint.url}"
+    where = f"{endpoint.label}: HTTP {status} {reason} from {endpoint.shown}"
     if status in (401, 403):
         hint = f" ({endpoint.auth_hint})" if endpoint.auth_hint else ""
         return HttpError(f"{where}: authentication failed{hint}{said_part}", status=status)
     if status == 404:
         return HttpError(f"{where}: not found; check the base URL and the model name{said_part}", status=status)
-    return HttpError(f"{where}{said_part}", status=status, retryable=status in RETRYABLE_STATUS)
+    return HttpError(f"{where}{said_part}", status=status, retryable=should_retry(status, headers or {}))
 
 
-def _clip(text: str, limit: int = 300) -> str:
+def clip(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _decode_object(endpoint: Endpoint, data: bytes) -> dict[str, Any]:
+def decode_object(endpoint: Endpoint, data: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        shown = _clip(data.decode("utf-8", errors="replace")) or "an empty body"
-        raise HttpError(f"{endpoint.label}: invalid response from {endpoint.url}: not JSON: {shown}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        shown = clip(data.decode("utf-8", errors="replace")) or "an empty body"
+        raise HttpError(f"{endpoint.label}: invalid response from {endpoint.shown}: not JSON: {shown}") from None
     if not isinstance(obj, dict):
         raise HttpError(
-            f"{endpoint.label}: invalid response from {endpoint.url}: expected a JSON object, got {type(obj).__name__}"
+            f"{endpoint.label}: invalid response from {endpoint.shown}: "
+            f"expected a JSON object, got {type(obj).__name__}"
         )
     return obj
 
 
 def _summary(obj: dict[str, Any]) -> str:
-    return _server_message(json.dumps(obj).encode())
+    return server_message(json.dumps(obj).encode())
 
 
-def iter_events(stream: BinaryIO) -> Iterator[ServerSentEvent]:
-    """Parse ``text/event-stream``: ``event:``/``data:`` fields, one event per blank line."""
+def iter_events(lines: Iterable[bytes], max_event: int, endpoint: Endpoint) -> Iterator[ServerSentEvent]:
+    """Parse ``text/event-stream``: ``event:``/``data:`` fields, one event per blank line.
+
+    Lines must be UTF-8: an event that is not is an error (the APIs always
+    send UTF-8, so it is a broken proxy or server, and guessing would put
+    altered text into the session).
+    """
     event = ""
     data: list[str] = []
-    while True:
-        raw = stream.readline()
-        if not raw:
-            break
-        line = raw.decode("utf-8").rstrip("\r\n")
+    size = 0
+    for number, raw in enumerate(lines, 1):
+        try:
+            line = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raise HttpError(
+                f"{endpoint.label}: the stream from {endpoint.shown} sent bytes that are not UTF-8 "
+                f"(line {number}, byte {exc.start}); nothing of this reply is stored"
+            ) from None
         if not line:
             if data:
                 yield ServerSentEvent(event or "message", "\n".join(data))
-            event, data = "", []
+            event, data, size = "", [], 0
             continue
         if line.startswith(":"):
             continue
-        field, _, value = line.partition(":")
+        name, _, value = line.partition(":")
         value = value.removeprefix(" ")
-        if field == "event":
+        if name == "event":
             event = value
-        elif field == "data":
+        elif name == "data":
+            size += len(value)
+            if size > max_event:
+                raise HttpError(
+                    f"{endpoint.label}: the stream from {endpoint.shown} sent an event larger than the "
+                    f"{max_event:,}-byte limit"
+                )
             data.append(value)
     if data:
         yield ServerSentEvent(event or "message", "\n".join(data))
@@ -285,10 +342,10 @@ def decode_event(endpoint: Endpoint, event: ServerSentEvent) -> dict[str, Any]:
     """The JSON object carried by one event."""
     try:
         obj = json.loads(event.data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise HttpError(
-            f"{endpoint.label}: invalid event in the stream from {endpoint.url}: not JSON: {_clip(event.data)}"
+            f"{endpoint.label}: invalid event in the stream from {endpoint.shown}: not JSON: {clip(event.data)}"
         ) from None
     if not isinstance(obj, dict):
-        raise HttpError(f"{endpoint.label}: invalid event in the stream from {endpoint.url}: not a JSON object")
+        raise HttpError(f"{endpoint.label}: invalid event in the stream from {endpoint.shown}: not a JSON object")
     return obj

@@ -66,12 +66,20 @@ def lower_chat(
         lowered = _lower_message(message, capabilities)
         if lowered is None:
             continue
-        if message.kind == "system_update" and not capabilities.native_updates:
-            previous = messages[-1] if len(messages) > first_turn else None
-            if previous is not None and previous["role"] == "user":
+        previous = messages[-1] if len(messages) > first_turn else None
+        if message.kind == "system_update" and previous is not None:
+            if not capabilities.native_updates and previous["role"] == "user":
                 previous["content"] = [*_parts(previous["content"]), {"type": "text", "text": lowered["content"]}]
                 continue
+            if capabilities.native_updates and previous.get("update"):
+                # Two updates in a row (a failed send, then another change): one system turn, never two.
+                previous["content"] = f"{previous['content']}\n\n{lowered['content']}"
+                continue
+            if capabilities.native_updates:
+                lowered["update"] = True
         messages.append(lowered)
+    for lowered_message in messages:
+        lowered_message.pop("update", None)
     body: dict[str, Any] = {
         "model": model,
         "messages": messages,
@@ -140,6 +148,9 @@ class OpenAIChatProvider(RemoteProvider):
         return {**body, "stream": True, "stream_options": {"include_usage": True}}
 
     def parse_reply(self, endpoint: Endpoint, obj: dict[str, Any]) -> Reply:
+        if obj.get("error"):
+            # Some servers (and OpenAI on occasion) answer 200 with an error object: it is that error.
+            raise HttpError(f"{endpoint.label}: {endpoint.shown} answered with an error: {_error_text(obj['error'])}")
         choices = obj.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise _invalid(endpoint, "no choices")
@@ -147,8 +158,9 @@ class OpenAIChatProvider(RemoteProvider):
         if not isinstance(message, dict):
             raise _invalid(endpoint, "choices[0] has no message")
         text = message.get("content")
+        refusal = message.get("refusal")
         if text is None:
-            text = message.get("refusal") or ""
+            text = refusal if isinstance(refusal, str) else ""
         if not isinstance(text, str):
             raise _invalid(endpoint, "choices[0].message.content is not text")
         calls = []
@@ -157,14 +169,30 @@ class OpenAIChatProvider(RemoteProvider):
             if not isinstance(function, dict):
                 raise _invalid(endpoint, "a tool call without a function")
             calls.append(_tool_call(endpoint, raw.get("id"), function.get("name"), function.get("arguments")))
-        return Reply(text=text, tool_calls=tuple(calls), usage=_usage(obj.get("usage")), raw=obj)
+        finish = choices[0].get("finish_reason")
+        return Reply(
+            text=text,
+            tool_calls=tuple(calls),
+            usage=_usage(obj.get("usage")),
+            raw=obj,
+            stop_reason=finish if isinstance(finish, str) else None,
+            refusal=isinstance(refusal, str) and bool(refusal),
+        )
 
     def assembler(self, endpoint: Endpoint, stream: StreamCallback) -> StreamAssembler:
         return _ChatStream(endpoint, stream)
 
 
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        kind = error.get("type") or error.get("code")
+        message = error.get("message")
+        return f"{kind}: {message}" if kind else str(message)
+    return str(error)
+
+
 def _invalid(endpoint: Endpoint, why: str) -> HttpError:
-    return HttpError(f"{endpoint.label}: invalid response from {endpoint.url}: {why}")
+    return HttpError(f"{endpoint.label}: invalid response from {endpoint.shown}: {why}")
 
 
 def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any) -> ToolCall:
@@ -182,12 +210,19 @@ def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any) -> T
 def _usage(raw: Any) -> Usage:
     if not isinstance(raw, dict):
         return Usage()
-    details = raw.get("prompt_tokens_details") or {}
+    details = raw.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
     return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        cached_input_tokens=int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0,
+        input_tokens=_count(raw.get("prompt_tokens")),
+        output_tokens=_count(raw.get("completion_tokens")),
+        cached_input_tokens=_count(details.get("cached_tokens")),
+        cache_write_tokens=_count(details.get("cache_write_tokens")),
     )
+
+
+def _count(value: Any) -> int:
+    """A token count as reported; anything that is not a non-negative integer counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 class _ChatStream(StreamAssembler):
@@ -200,26 +235,36 @@ class _ChatStream(StreamAssembler):
         self.usage = Usage()
         self.done = False
         self.finished = False
+        self.refused = False
+        self.stop_reason: str | None = None
 
     def feed(self, event: ServerSentEvent) -> None:
         if event.data.strip() == "[DONE]":
             self.done = True
             return
         chunk = decode_event(self.endpoint, event)
-        if "error" in chunk:
-            error = chunk["error"]
-            said = error.get("message") if isinstance(error, dict) else error
-            raise HttpError(f"{self.endpoint.label}: the stream from {self.endpoint.url} reported an error: {said}")
+        if chunk.get("error"):
+            raise HttpError(
+                f"{self.endpoint.label}: the stream from {self.endpoint.shown} reported an error: "
+                f"{_error_text(chunk['error'])}"
+            )
         if chunk.get("usage"):
             self.usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
             if choice.get("finish_reason"):
                 self.finished = True
+                self.stop_reason = str(choice["finish_reason"])
             delta = choice.get("delta") or {}
             content = delta.get("content")
             if content:
                 self.text.append(content)
                 self.stream(content)
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                # A refusal streams like text: the user sees it, and it is what the assistant said.
+                self.refused = True
+                self.text.append(refusal)
+                self.stream(refusal)
             for fragment in delta.get("tool_calls") or []:
                 call = self.calls.setdefault(int(fragment.get("index", 0)), {"id": "", "name": "", "arguments": ""})
                 if fragment.get("id"):
@@ -237,4 +282,11 @@ class _ChatStream(StreamAssembler):
         )
         text = "".join(self.text)
         raw = {"streamed": True, "text": text, "usage": self.usage.__dict__}
-        return Reply(text=text, tool_calls=calls, usage=self.usage, raw=raw)
+        return Reply(
+            text=text,
+            tool_calls=calls,
+            usage=self.usage,
+            raw=raw,
+            stop_reason=self.stop_reason,
+            refusal=self.refused,
+        )

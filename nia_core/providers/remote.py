@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
+from nia_core.http import redact_url
 from nia_core.providers.base import StreamCallback, split_model
 from nia_core.providers.http import Endpoint, HttpClient, ServerSentEvent, Sleep
 from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
@@ -43,7 +44,11 @@ class RemoteProvider(ABC):
     ) -> None:
         self.settings = settings or http_settings(self.name, {}, self.defaults, environ=environ)
         self.models = self.builtin_models.extended(self.settings.models)
-        client_options: dict[str, Any] = {"timeout": self.settings.timeout, "retry": self.settings.retry}
+        client_options: dict[str, Any] = {
+            "timeout": self.settings.timeout,
+            "deadline": self.settings.deadline,
+            "retry": self.settings.retry,
+        }
         if sleep is not None:
             client_options["sleep"] = sleep
         self.client = HttpClient(**client_options)
@@ -98,4 +103,4 @@ class RemoteProvider(ABC):
         return assembler.reply()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.settings.base_url!r})"
+        return f"{type(self).__name__}({redact_url(self.settings.base_url)!r})"

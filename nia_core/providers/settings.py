@@ -6,6 +6,7 @@ Example::
     base_url = "http://localhost:8000/v1"   # else $OPENAI_BASE_URL, else the public API
     api_key_env = "LOCAL_LLM_KEY"           # which variable holds the key (default OPENAI_API_KEY)
     timeout = 120                           # seconds per socket operation
+    deadline = 900                          # seconds for the whole call, retries included
     max_retries = 3                         # on 429, 5xx, timeouts, dropped connections
     max_tokens = 4096
 
@@ -24,22 +25,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nia_core.http import check_url, redact_url
 from nia_core.project.toml import read_toml
 from nia_core.providers.http import RetryPolicy
 from nia_core.providers.lowering import ModelCapabilities, ProviderConfigError, parse_capabilities
 
+DEFAULT_TIMEOUT = 600.0
+"""Seconds per socket operation (the official SDKs' default)."""
+DEFAULT_DEADLINE = 1800.0
+"""Seconds per call: a long streamed reply fits; a server that only sends keep-alives does not hang nia."""
+
 KNOWN_KEYS = frozenset(
-    {"base_url", "api_key", "api_key_env", "timeout", "max_retries", "backoff", "max_tokens", "models"}
+    {"base_url", "api_key", "api_key_env", "timeout", "deadline", "max_retries", "backoff", "max_tokens", "models"}
 )
 
 
 @dataclass(frozen=True)
 class HttpSettings:
     base_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     api_key_env: str
     """The variable the key came from (or should come from), for error messages."""
-    timeout: float = 600.0
+    timeout: float = DEFAULT_TIMEOUT
+    deadline: float = DEFAULT_DEADLINE
+    """Seconds the whole call may take (every attempt and wait), however the server trickles."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_tokens: int | None = None
     models: tuple[tuple[str, ModelCapabilities], ...] = ()
@@ -73,12 +82,22 @@ def http_settings(
         raise ProviderConfigError(f"{prefix}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KNOWN_KEYS))})")
 
     base_url = _string(table, "base_url", prefix) or env.get(defaults.base_url_env) or defaults.base_url
-    if not base_url.startswith(("http://", "https://")):
+    try:
+        check_url(base_url)
+    except ValueError as exc:
         source = f"{prefix}.base_url" if "base_url" in table else f"${defaults.base_url_env}"
-        raise ProviderConfigError(f"{source} must be an http:// or https:// URL, got {base_url!r}")
+        raise ProviderConfigError(
+            f"{source} must be an http:// or https:// URL ({exc}), got {redact_url(base_url)!r}"
+        ) from None
     key_env = _string(table, "api_key_env", prefix) or defaults.api_key_env
     api_key = _string(table, "api_key", prefix) or env.get(key_env) or None
-    timeout = _number(table, "timeout", prefix, 600.0, minimum=0.001)
+    if api_key is not None and any(not ch.isprintable() for ch in api_key):
+        source = f"{prefix}.api_key" if "api_key" in table else f"${key_env}"
+        raise ProviderConfigError(
+            f"{source} holds a key with a line break or control character (not shown); an HTTP header cannot carry it"
+        )
+    timeout = _number(table, "timeout", prefix, DEFAULT_TIMEOUT, minimum=0.001)
+    deadline = _number(table, "deadline", prefix, DEFAULT_DEADLINE, minimum=0.001)
     max_retries = int(_number(table, "max_retries", prefix, 2, minimum=0, integer=True))
     backoff = _number(table, "backoff", prefix, 0.5, minimum=0)
     max_tokens_default = float(defaults.max_tokens) if defaults.max_tokens is not None else None
@@ -89,6 +108,7 @@ def http_settings(
         api_key=api_key,
         api_key_env=key_env,
         timeout=timeout,
+        deadline=deadline,
         retry=RetryPolicy(max_retries=max_retries, backoff=backoff),
         max_tokens=max_tokens,
         models=models,

@@ -10,7 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nia_core.sessions.boundary import AwaitingTools, BoundaryResult, Idle, Ready, Replied, run_boundary, run_turn
+    from nia_core.sessions.boundary import (
+        Admitted,
+        AwaitingTools,
+        BoundaryResult,
+        Idle,
+        Ready,
+        Replied,
+        TurnResult,
+        pass_boundary,
+        run_boundary,
+        run_turn,
+        start_over,
+    )
     from nia_core.sessions.compaction import Summarizer, compact, default_summary
     from nia_core.sessions.epochs import Admission, Blocked, ContextFor, Contexts, Deferred, Replaced, replace_now
     from nia_core.sessions.errors import (
@@ -18,6 +30,7 @@ if TYPE_CHECKING:
         DatabaseFull,
         DatabaseLocked,
         NewerSchema,
+        RefusedInput,
         RevisionConflict,
         StoreError,
         UnknownSession,
@@ -40,6 +53,7 @@ if TYPE_CHECKING:
 
 _HOMES: dict[str, str] = {
     "ActiveEpoch": "nia_core.sessions.store",
+    "Admitted": "nia_core.sessions.boundary",
     "Admission": "nia_core.sessions.epochs",
     "AwaitingTools": "nia_core.sessions.boundary",
     "Blocked": "nia_core.sessions.epochs",
@@ -57,6 +71,7 @@ _HOMES: dict[str, str] = {
     "ModelRequest": "nia_core.sessions.messages",
     "NewerSchema": "nia_core.sessions.errors",
     "PendingCompaction": "nia_core.sessions.store",
+    "RefusedInput": "nia_core.sessions.errors",
     "Ready": "nia_core.sessions.boundary",
     "Replaced": "nia_core.sessions.epochs",
     "Replied": "nia_core.sessions.boundary",
@@ -69,6 +84,7 @@ _HOMES: dict[str, str] = {
     "Store": "nia_core.sessions.store",
     "StoreError": "nia_core.sessions.errors",
     "Summarizer": "nia_core.sessions.compaction",
+    "TurnResult": "nia_core.sessions.boundary",
     "ToolCall": "nia_core.sessions.messages",
     "UnknownSession": "nia_core.sessions.errors",
     "UnsupportedDatabase": "nia_core.sessions.errors",
@@ -80,10 +96,12 @@ _HOMES: dict[str, str] = {
     "default_summary": "nia_core.sessions.compaction",
     "move": "nia_core.sessions.moves",
     "open_store": "nia_core.sessions.open",
+    "pass_boundary": "nia_core.sessions.boundary",
     "project": "nia_core.sessions.projection",
     "replace_now": "nia_core.sessions.epochs",
     "run_boundary": "nia_core.sessions.boundary",
     "run_turn": "nia_core.sessions.boundary",
+    "start_over": "nia_core.sessions.boundary",
     "switch_model": "nia_core.sessions.moves",
 }
 
@@ -91,6 +109,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ActiveEpoch",
     "Admission",
+    "Admitted",
     "AwaitingTools",
     "Blocked",
     "BoundaryResult",
@@ -108,6 +127,7 @@ __all__ = [
     "NewerSchema",
     "PendingCompaction",
     "Ready",
+    "RefusedInput",
     "Replaced",
     "Replied",
     "Reply",
@@ -119,6 +139,7 @@ __all__ = [
     "StoreError",
     "Summarizer",
     "ToolCall",
+    "TurnResult",
     "UnknownSession",
     "UnsupportedDatabase",
     "Usage",
@@ -129,10 +150,12 @@ __all__ = [
     "default_summary",
     "move",
     "open_store",
+    "pass_boundary",
     "project",
     "replace_now",
     "run_boundary",
     "run_turn",
+    "start_over",
     "switch_model",
 ]
 

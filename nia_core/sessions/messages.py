@@ -69,3 +69,9 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     raw: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    """Why the model stopped, as the provider says it (``end_turn``, ``stop``, ``refusal``, ...)."""
+    refusal: bool = False
+    """The model declined to answer (OpenAI's ``refusal``, Anthropic's ``stop_reason: "refusal"``)."""
+    resets_turn: bool = False
+    """The provider requires the refused input to be left out of later requests (Anthropic)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import textwrap
 
 import pytest
@@ -185,6 +186,14 @@ def test_atomic_and_in_place_saves_count_and_editor_scratch_files_do_not(dev, pr
     # A writer descheduled between truncating and writing may show the empty file first; the last word is the save.
     event = dev.until(lambda e: about(path)(e) and "atomic/a is now 3" in (e["result"] or {}).get("text", ""))
     assert changes(event) == [("updated", "atomic/a", "atomic/a is now 3")]
+
+
+def test_sed_in_place_edits_report_only_the_edited_file(dev, project):
+    path, _ = add_plugin(dev, project, "sedded", plugin_source({"sedded/a": "one"}))
+    subprocess.run(["sed", "-i", "s/one/two/", str(path)], check=True)  # writes .nia/plugins/sedXXXXXX first
+    event = dev.until(lambda e: e["event"] == "reload")
+    assert event["paths"] == [str(path)]
+    assert changes(event) == [("updated", "sedded/a", "sedded/a is now two")]
 
 
 def test_module_state_from_before_a_reload_is_not_reused(dev, project, tmp_path):

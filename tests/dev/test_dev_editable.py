@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from tests.dev.helpers import DevProcess, about, changes, isolated_env, plugin_source, write
+from tests.venvs import child_venv
 
 BACKEND = '''
 """Builds an editable wheel holding a .pth file that points at this project (PEP 660)."""
@@ -78,9 +78,8 @@ def test_an_editable_installed_plugin_is_watched_and_reloaded_from_source(tmp_pa
     write(init, plugin_source({"acme/value": "aaa"}))
     write(package / "acme_dev" / "extra.py", plugin_source({"acme/extra": "x"}))
     venv = tmp_path / "venv"
-    # --system-site-packages gives the venv nia and pip; --without-pip saves seconds of ensurepip.
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
+    # The child venv borrows nia and pip from ours; --without-pip saves seconds of ensurepip.
+    python = str(child_venv(venv))
     env = isolated_env(tmp_path / "home", PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
     install = [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(package)]
     subprocess.run(install, check=True, env=env, cwd=tmp_path)
@@ -112,3 +111,11 @@ def test_an_editable_installed_plugin_is_watched_and_reloaded_from_source(tmp_pa
         assert dev.interrupt() == 0
     finally:
         dev.close()
+
+    # Uninstalling the editable package says which plugins went, though its folder (and metadata) stays.
+    gone = subprocess.run(
+        [*nia, "plugins", "uninstall", "--yes", "nia-acme-dev"], capture_output=True, text=True, env=env
+    )
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout == "Plugins removed: acme-dev, acme-extra\n"
+    assert "Successfully uninstalled nia-acme-dev-0.1.0" in gone.stderr

@@ -217,6 +217,9 @@ def test_what_is_watched_and_what_is_ignored(tmp_path):
         local / "4913",
         local / ".git" / "index",
         local / "a.py.tmp.123",
+        local / "sedDK8LJG",
+        local / "tmpk3j_x9ab.py",
+        local / ".~a.py",
         project / ".nia" / "sessions.db",
         project / "README.md",
     ):

@@ -27,6 +27,7 @@ def test_the_bundled_template_is_plugin_template():
     assert sorted(str(p) for p in template_files(template_dir())) == [
         ".github/workflows/test.yml",
         ".gitignore",
+        "NOTES.md",
         "README.md",
         "pyproject.toml",
         "src/nia_template_plugin/__init__.py",

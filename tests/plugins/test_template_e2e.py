@@ -6,10 +6,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.venvs import child_venv
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 JUNK = shutil.ignore_patterns("__pycache__", "build", "*.egg-info", ".pytest_cache")
@@ -34,9 +35,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     for name in ("nia_core", "nia_plugins", "plugin-template"):
         shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=JUNK)
     venv = tmp_path / "venv"
-    # --system-site-packages lends pip, pytest and nia's dependencies; nia itself is installed fresh below.
-    sh(sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv, cwd=tmp_path)
-    python, nia = venv / "bin" / "python", venv / "bin" / "nia"
+    # The child venv borrows pip, pytest and nia's dependencies from ours; nia itself is installed fresh below.
+    python = child_venv(venv)
+    nia = venv / "bin" / "nia"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     sh(
@@ -54,6 +55,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     assert "Plugins now available: nia-notes" in sh(nia, "plugins", "install", plugin, cwd=tmp_path, env=env)
 
     assert "4 passed" in sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin, env=env)
+    # The "Next:" lines end in a visible result: the plugin's own NOTES.md, through the plugin.
+    shown = sh(nia, "context", "show", cwd=plugin, env=env)
+    assert "Project notes (NOTES.md):\n\n# Notes for the model\n\nnia-notes put this file" in shown
 
     project = tmp_path / "project"
     (project / ".nia").mkdir(parents=True)
@@ -69,3 +73,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
 
     assert "Plugins removed: nia-notes" in sh(nia, "plugins", "uninstall", "--yes", "nia-notes", cwd=tmp_path, env=env)
     assert json.loads(sh(nia, "plugins", "list", "--json", cwd=project, env=env)) == []
+
+    # The same round trip, machine-readable: pip's own output stays on stderr.
+    added = json.loads(sh(nia, "plugins", "install", "--json", plugin, cwd=tmp_path, env=env))
+    assert added == {"installed": ["nia-notes-0.1.0"], "plugins_added": ["nia-notes"]}
+    gone = json.loads(sh(nia, "plugins", "uninstall", "--yes", "--json", "nia-notes", cwd=tmp_path, env=env))
+    assert gone == {"uninstalled": ["nia-notes-0.1.0"], "plugins_removed": ["nia-notes"]}

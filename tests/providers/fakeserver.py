@@ -28,7 +28,7 @@ API_KEY = "test-key"
 CHAT_PATH = "/v1/chat/completions"
 MESSAGES_PATH = "/v1/messages"
 CHAT_MODELS = {"gpt-4.1", "gpt-5", "o3", "llama-3.1-8b"}
-MESSAGES_MODELS = {"claude-sonnet-4-5", "claude-haiku-4-5"}
+MESSAGES_MODELS = {"claude-sonnet-4-5", "claude-haiku-4-5", "claude-opus-4-8"}
 
 
 @dataclass

@@ -237,6 +237,9 @@ def validate_messages(body: Any) -> list[str]:
         if extra:
             problems.append(f"{path}: Extra inputs are not permitted: {sorted(extra)}")
         role = message.get("role")
+        if role == "system":
+            _system_turn(path, body.get("model"), messages, index, problems)
+            continue
         if role not in ("user", "assistant"):
             problems.append(f"{path}.role: Input should be 'user' or 'assistant', got {role!r}")
             continue
@@ -303,3 +306,29 @@ def validate_messages(body: Any) -> list[str]:
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {breakpoints}."
         )
     return problems
+
+
+MID_CONVERSATION_SYSTEM_MODELS = ("claude-opus-4-8", "claude-opus-5", "claude-sonnet-5")
+"""Models that accept ``role: "system"`` turns in ``messages`` (Claude Opus 4.8 and later)."""
+
+
+def _system_turn(path: str, model: Any, messages: list[Any], index: int, problems: list[str]) -> None:
+    """The placement rules: a supporting model, right after a user turn, text blocks without cache_control."""
+    if not isinstance(model, str) or not model.startswith(MID_CONVERSATION_SYSTEM_MODELS):
+        problems.append(f"{path}.role: 'system' is not supported on this model")
+        return
+    previous = messages[index - 1] if index > 0 else None
+    if not isinstance(previous, dict) or previous.get("role") != "user":
+        problems.append(f"{path}: a system message must immediately follow a user turn")
+    content = previous and messages[index].get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks:
+        problems.append(f"{path}.content: must be a string or a non-empty array of text blocks")
+        return
+    for b, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            problems.append(f"{path}.content.{b}: only text blocks are valid in a system message")
+            continue
+        _text_block(f"{path}.content.{b}", block, problems)
+        if "cache_control" in block:
+            problems.append(f"{path}.content.{b}: cache_control is not reused on a system message")

@@ -1,0 +1,409 @@
+"""The one HTTP client nia uses for every outgoing request (providers today, anything later).
+
+Why one module: the rules that keep a user's credentials and time safe must
+hold for every request, so they live in one place.
+
+- **Origins.** Credentials go only to the origin (scheme, host, port) of the
+  URL the caller asked for. A redirect to another origin is refused (one line
+  naming both origins); a same-origin redirect is followed only when it keeps
+  the method and the body (307, 308), since 301/302/303 turn a POST into a GET
+  and drop the body. A caller that wants cross-origin redirects (a plain
+  download) asks for them and loses every credential header on the way.
+- **Bounds.** Every read has a size bound (a whole body, one line of a
+  stream) and a per-read timeout, and the whole request has a deadline, so a
+  lying ``Content-Length``, a line of gigabytes or a keep-alive forever ends
+  in a clear :class:`HttpFailure` that says whether retrying can help.
+- **Redaction.** URLs in messages never show a userinfo password or query
+  values; header values are never printed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+
+from nia_core.errors import NiaError
+
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
+)
+"""Headers that carry a credential (case-insensitive); a caller may name more."""
+REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
+KEEPS_METHOD = frozenset({307, 308})
+MAX_REDIRECTS = 5
+CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size bounds for what a server may send, in bytes."""
+
+    body: int = 64 * 1024 * 1024
+    """A whole (non-streamed) body."""
+    line: int = 4 * 1024 * 1024
+    """One line of a streamed body (an event-stream field)."""
+    event: int = 16 * 1024 * 1024
+    """The data of one server-sent event (many lines)."""
+    error_body: int = 64 * 1024
+    """What is kept of an error reply, for its message."""
+
+
+class HttpFailure(NiaError):
+    """A request that failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        reason: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.headers = dict(headers or {})
+        self.body = body
+        self.reason = reason
+
+
+class Deadline:
+    """The time a whole call may take, retries and waits included."""
+
+    def __init__(self, seconds: float, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.ends = clock() + seconds
+
+    def remaining(self) -> float:
+        return self.ends - self.clock()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+
+# -- URLs -----------------------------------------------------------------------------
+
+
+def redact_url(url: str) -> str:
+    """``url`` fit for a message: no userinfo password, no query values, no fragment."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            user = userinfo.partition(":")[0]
+            netloc = f"{user}:***@{hostport}" if ":" in userinfo else f"***@{hostport}"
+        query = "&".join(
+            (pair.partition("=")[0] + "=***") if "=" in pair else "***" for pair in parts.query.split("&") if pair
+        )
+        shown = urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    except ValueError:
+        shown = "<unparsable URL>"
+    return _printable(shown)
+
+
+def _printable(text: str) -> str:
+    """Control characters escaped, so a URL cannot break a message over lines."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (the default port made explicit), for comparing and for messages."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+def check_url(url: str) -> SplitResult:
+    """``url`` parsed, or :class:`ValueError` with a one-line reason (no secret in it)."""
+    if any(not ch.isprintable() or ch.isspace() for ch in url):
+        raise ValueError("it contains a space or a control character")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        reason = str(exc)
+        raise ValueError("invalid port" if "port" in reason.lower() else reason) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("another scheme")
+    if not parts.hostname:
+        raise ValueError("it has no host")
+    if port == 0:
+        raise ValueError("invalid port 0")
+    if parts.fragment:
+        raise ValueError("it has a #fragment")
+    return parts
+
+
+# -- headers --------------------------------------------------------------------------
+
+
+def check_headers(headers: Mapping[str, str]) -> None:
+    """Refuse a header value with a line break or control character, naming the header only."""
+    for name, value in headers.items():
+        if not name or any(not ch.isprintable() or ch in " :" for ch in name):
+            raise HttpFailure(f"invalid header name {_printable(name)!r}")
+        if any(ch in "\r\n\0" or (not ch.isprintable() and ch != "\t") for ch in value):
+            what = "a credential" if name.lower() in CREDENTIAL_HEADERS else "a value"
+            raise HttpFailure(
+                f"the {name} header holds {what} with a line break or control character (value not shown); "
+                "check the key or setting it comes from"
+            )
+        try:
+            value.encode("latin-1")
+        except UnicodeEncodeError:
+            raise HttpFailure(
+                f"the {name} header holds characters that HTTP headers cannot carry (value not shown)"
+            ) from None
+
+
+# -- requests -------------------------------------------------------------------------
+
+
+class Response:
+    """A response whose every read is bounded in size and time."""
+
+    def __init__(
+        self, raw: http.client.HTTPResponse, sock: socket.socket | None, url: str, timeout: float, deadline: Deadline
+    ) -> None:
+        self.raw = raw
+        self.sock = sock
+        self.url = url
+        self.status = raw.status
+        self.reason = raw.reason
+        self.headers = raw.headers
+        self.timeout = timeout
+        self.deadline = deadline
+
+    def __enter__(self) -> Response:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except (OSError, http.client.HTTPException):
+            pass
+
+    def _arm(self) -> None:
+        """The next socket operation waits at most the per-read timeout, and never past the deadline."""
+        remaining = self.deadline.remaining()
+        if remaining <= 0:
+            raise deadline_failure(self.url, self.deadline)
+        if self.sock is not None:
+            try:
+                self.sock.settimeout(min(self.timeout, remaining))
+            except OSError:
+                pass
+
+    def _guard(self, exc: BaseException) -> HttpFailure:
+        if self.deadline.expired():
+            return deadline_failure(self.url, self.deadline)
+        return network_failure(self.url, exc, self.timeout, reading=True)
+
+    def read(self, limit: int) -> bytes:
+        """The whole body, at most ``limit`` bytes; more (declared or sent) is an error."""
+        declared = self.raw.length
+        if declared is not None and declared > limit:
+            raise HttpFailure(
+                f"the reply from {redact_url(self.url)} declares {declared:,} bytes, more than the "
+                f"{limit:,}-byte limit",
+                status=self.status,
+            )
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            self._arm()
+            try:
+                piece = self.raw.read(min(CHUNK, limit + 1 - total))
+            except http.client.IncompleteRead as exc:
+                expected = f" of {declared:,}" if declared is not None else ""
+                raise HttpFailure(
+                    f"the reply from {redact_url(self.url)} ended after {total + len(exc.partial):,}{expected} bytes",
+                    status=self.status,
+                    retryable=True,
+                ) from None
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                raise self._guard(exc) from None
+            if not piece:
+                if declared is not None and total < declared:
+                    raise HttpFailure(
+                        f"the reply from {redact_url(self.url)} ended after {total:,} of {declared:,} bytes",
+                        status=self.status,
+                        retryable=True,
+                    )
+                break
+            chunks.append(piece)
+            total += len(piece)
+            if total > limit:
+                raise HttpFailure(
+                    f"the reply from {redact_url(self.url)} is larger than the {limit:,}-byte limit",
+                    status=self.status,
+                )
+        return b"".join(chunks)
+
+    def lines(self, limit: int) -> Iterator[bytes]:
+        """The body line by line (with line endings), each at most ``limit`` bytes."""
+        while True:
+            self._arm()
+            try:
+                line = self.raw.readline(limit + 1)
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                raise self._guard(exc) from None
+            if not line:
+                return
+            if len(line) > limit and not line.endswith(b"\n"):
+                raise HttpFailure(
+                    f"the stream from {redact_url(self.url)} sent a line longer than the {limit:,}-byte limit",
+                    status=self.status,
+                )
+            yield line
+
+
+def request(
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+    timeout: float = 60.0,
+    deadline: Deadline | None = None,
+    credential_headers: frozenset[str] = CREDENTIAL_HEADERS,
+    cross_origin_redirects: bool = False,
+) -> Response:
+    """Send one request and return the response (any status but a followed redirect).
+
+    Redirects: see the module docstring. ``HttpFailure`` for everything else
+    that goes wrong before a response, with ``retryable`` set for network
+    failures a retry may fix.
+    """
+    deadline = deadline or Deadline(timeout * 4)
+    sent = dict(headers or {})
+    check_headers(sent)
+    credentials = {name.lower() for name in credential_headers}
+    first = url
+    for _hop in range(MAX_REDIRECTS + 1):
+        response = _once(method, url, sent, body, timeout, deadline)
+        if response.status not in REDIRECT_STATUS:
+            return response
+        location = response.headers.get("Location")
+        response.close()
+        if not location:
+            return response
+        target = urljoin(url, location)
+        status = response.status
+        if origin(target) != origin(first):
+            if not cross_origin_redirects:
+                raise HttpFailure(
+                    f"refused a redirect (HTTP {status}) from {origin(first)} to {_safe_origin(target)}: "
+                    "credentials are sent only to the configured origin; set the URL to where the service "
+                    "really is",
+                    status=status,
+                )
+            sent = {k: v for k, v in sent.items() if k.lower() not in credentials}
+        if status not in KEEPS_METHOD and method.upper() not in ("GET", "HEAD"):
+            raise HttpFailure(
+                f"refused a redirect (HTTP {status}) from {redact_url(url)} to {redact_url(target)}: "
+                f"it would turn the {method.upper()} into a GET without its body; only 307 and 308 are followed",
+                status=status,
+            )
+        url = target
+    raise HttpFailure(f"more than {MAX_REDIRECTS} redirects from {redact_url(first)}")
+
+
+def _safe_origin(url: str) -> str:
+    try:
+        return origin(url)
+    except ValueError:
+        return "an invalid URL"
+
+
+def _once(
+    method: str, url: str, headers: Mapping[str, str], body: bytes | None, timeout: float, deadline: Deadline
+) -> Response:
+    try:
+        parts = check_url(url)
+    except ValueError as exc:
+        raise HttpFailure(f"invalid URL {redact_url(url)}: {exc}") from None
+    remaining = deadline.remaining()
+    if remaining <= 0:
+        raise deadline_failure(url, deadline)
+    connect_timeout = min(timeout, remaining)
+    host = parts.hostname or ""
+    connection: http.client.HTTPConnection
+    if parts.scheme.lower() == "https":
+        connection = http.client.HTTPSConnection(
+            host, parts.port, timeout=connect_timeout, context=ssl.create_default_context()
+        )
+    else:
+        connection = http.client.HTTPConnection(host, parts.port, timeout=connect_timeout)
+    target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    try:
+        connection.request(method, target, body=body, headers=dict(headers))
+        sock = connection.sock
+        if sock is not None:
+            sock.settimeout(min(timeout, max(deadline.remaining(), 0.001)))
+        raw = connection.getresponse()
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        connection.close()
+        if deadline.expired():
+            raise deadline_failure(url, deadline) from None
+        if isinstance(exc, ValueError):
+            raise HttpFailure(f"cannot send to {redact_url(url)}: invalid request") from None
+        raise network_failure(url, exc, timeout, reading=False) from None
+    return Response(raw, sock, url, timeout, deadline)
+
+
+def deadline_failure(url: str, deadline: Deadline) -> HttpFailure:
+    return HttpFailure(
+        f"the call to {redact_url(url)} did not finish within its {deadline.seconds:g}s deadline",
+        retryable=False,
+    )
+
+
+def network_failure(url: str, exc: BaseException, timeout: float, *, reading: bool) -> HttpFailure:
+    """A network error as one line; retryable unless it is about the URL itself (an unknown host)."""
+    why = describe_network(exc, timeout)
+    retryable = not isinstance(exc, socket.gaierror | ssl.SSLCertVerificationError)
+    verb = "the reply from {} broke off" if reading else "cannot reach {}"
+    return HttpFailure(f"{verb.format(redact_url(url))}: {why}", retryable=retryable)
+
+
+def describe_network(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return f"timed out after {timeout:g}s"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, http.client.RemoteDisconnected | ConnectionResetError | BrokenPipeError):
+        return "the server closed the connection"
+    if isinstance(exc, http.client.IncompleteRead):
+        return "the body ended early"
+    if isinstance(exc, socket.gaierror):
+        return f"unknown host ({exc.strerror or 'name resolution failed'})"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS error ({exc.reason or type(exc).__name__})"
+    if isinstance(exc, http.client.HTTPException):
+        return f"invalid HTTP ({type(exc).__name__})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return type(exc).__name__
+
+
+def header_items(headers: Any) -> dict[str, str]:
+    """Response headers as a plain dict with lowercase names."""
+    return {str(k).lower(): str(v) for k, v in headers.items()} if headers is not None else {}

@@ -1,0 +1,48 @@
+"""Child virtual environments that see what the running interpreter sees, inside a venv or not.
+
+``python -m venv --system-site-packages`` lends the *base* interpreter's
+packages: run from inside a virtualenv (as the README's commands are), the child
+would not see the venv's nia, pip or click. A ``.pth`` file that adds the
+parent's site folders (with their own ``.pth`` files, so editable installs work)
+lends exactly what the tests run with, wherever they run.
+"""
+
+from __future__ import annotations
+
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+
+def parent_site_dirs() -> list[str]:
+    """The running interpreter's site folders, its own first."""
+    folders = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"], *site.getsitepackages()]
+    if site.ENABLE_USER_SITE and site.getusersitepackages():
+        folders.append(site.getusersitepackages())
+    unique: list[str] = []
+    for folder in folders:
+        if folder not in unique and Path(folder).is_dir():
+            unique.append(folder)
+    return unique
+
+
+def child_venv(path: Path) -> Path:
+    """A venv at ``path`` without pip of its own that lends the parent's packages; returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    lines = [f"import site; site.addsitedir({folder!r})" for folder in parent_site_dirs()]
+    (site_packages(python) / "_nia_tests_parent.pth").write_text("\n".join(lines) + "\n")
+    return python
+
+
+def site_packages(python: Path) -> Path:
+    """The purelib folder of the environment ``python`` belongs to."""
+    out = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    return Path(out)
