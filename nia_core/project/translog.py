@@ -19,6 +19,7 @@ from typing import Any
 
 from nia_core.context import Generation
 from nia_core.files import Refused, open_folder_inside
+from nia_core.project.generated import ignore_generated
 from nia_core.project.merge import ContextFile, Merged, Skip
 from nia_core.project.prompt import CONTEXT_FILES, PROJECT_FILES, file_key
 from nia_core.project.workflow import Workflow
@@ -169,6 +170,7 @@ def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path | None:
         log.warning("Transaction log not written: %s: %s", LOG_FOLDER, exc.strerror or exc)
         return None
     try:
+        ignore_generated(root)
         name = _publish(folder, data, stamp)
         _prune(folder, keep)
     except OSError as exc:
