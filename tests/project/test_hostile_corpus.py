@@ -376,3 +376,30 @@ def test_transaction_logs_follow_a_symlink_that_stays_inside(world):
     assert result.exit_code == 0, result.output
     assert "Warning" not in result.stderr
     assert (world.repo / "var" / "logs" / "transactions" / "latest.json").is_file()
+
+
+@pytest.mark.parametrize("linked", [".nia", ".nia/project.toml"])
+def test_plugin_switches_never_edit_a_file_outside_the_project(world, linked):
+    """``nia plugins disable`` edits ``.nia/project.toml``: never through a link that leads outside."""
+    sink = world.outside / "sink"
+    sink.mkdir()
+    (sink / "project.toml").write_text(OUTSIDE_TEXT)
+    if linked == ".nia":
+        (world.repo / ".nia").rmdir()
+        os.symlink(sink, world.repo / ".nia")
+    else:
+        os.symlink(sink / "project.toml", world.repo / ".nia" / "project.toml")
+    result = run(world.repo, "plugins", "disable", "nia-date")
+    assert result.exit_code == 2, result.output
+    assert "not edited" in result.stderr and "outside the project" in result.stderr
+    assert_no_leak(result)
+    assert sorted(os.listdir(sink)) == ["project.toml"]
+    assert (sink / "project.toml").read_text() == OUTSIDE_TEXT
+
+
+def test_plugin_switches_still_edit_the_projects_own_file(world):
+    (world.repo / ".nia" / "project.toml").write_text("# mine\n")
+    result = run(world.repo, "plugins", "disable", "nia-date")
+    assert result.exit_code == 0, result.output
+    assert (world.repo / ".nia" / "project.toml").read_text().startswith("# mine\n")
+    assert "nia-date" in (world.repo / ".nia" / "project.toml").read_text()
