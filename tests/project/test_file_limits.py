@@ -55,6 +55,12 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
         read_checked(tmp_path / "pipe", tmp_path, 100)
 
 
+def test_the_public_stat_cache_never_blocks_on_a_fifo_even_without_a_root(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(Refused, match="not a regular file"):
+        StatCache().read_text(tmp_path / "pipe")
+
+
 def test_a_symlink_out_is_refused_naming_the_realm_not_the_path(tmp_path, isolated_environment):
     secret = Path(isolated_environment) / "token.txt"
     secret.write_text("s3cr3t")
