@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,9 @@ from nia_core.project.config import (
     load_commands_config,
     load_project_config,
 )
-from nia_core.project.toml import ConfigError
+from nia_core.project.toml import ConfigError, read_toml
 from nia_core.project.workflow import Workflow, assemble_workflow
-from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.providers.base import canonical_model
 
 
 @click.group("workflows")
@@ -132,8 +131,8 @@ def _report(workflow: Workflow, verbose: bool, log_path: str | None) -> None:
 
 def _write_log(location: Location, entry: dict[str, Any]) -> str | None:
     keep = load_project_config(location.root).keep_transactions
-    path = translog.write(location.root, entry, keep=keep)
-    return str(path.relative_to(location.root))
+    path = translog.write(location.root, entry, keep=keep)  # None: refused or failed, with a warning
+    return str(path.relative_to(location.root)) if path is not None else None
 
 
 def run_workflow(ctx: click.Context, target: Target, operation: Operation, **params: Any) -> None:
@@ -187,7 +186,7 @@ START_MESSAGE = "Carry out the task described in the system context."
 """The first user turn of a workflow session: the task and its input are already in the baseline."""
 
 
-def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | None) -> None:
+def run_session(app: App, workflow: Workflow, model: str | None, session_prefix: str | None) -> None:
     """Send one turn of a workflow session: a new one, or ``--session ID`` to continue.
 
     Every boundary composes the workflow's sections in front of the plugins'
@@ -208,7 +207,10 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
                 )
             text = workflow.user_input or "Continue."
         else:
+            model = canonical_model(model) if model else app.runtime.default_model(where)
             providers.check(model)
+            for warning in app.runtime.model_warnings(where, model):
+                click.echo(f"Warning: {warning}", err=True)
             session_id = app.runtime.create_session(store, workflow.location, model).id
             text = START_MESSAGE
         click.echo(f"session {session_id}", err=True)
@@ -239,7 +241,11 @@ def _operation_command(target: Target, operation: Operation) -> click.Command:
             help="Render the prompt as Markdown or XML (default: [project] prompt_format, else md).",
         ),
         click.Option(["--verbose", "-v"], is_flag=True, help="Show every file included or skipped, and why."),
-        click.Option(["--model"], default=DEFAULT_MODEL, show_default=True, help="PROVIDER/MODEL for a new session."),
+        click.Option(
+            ["--model"],
+            default=None,
+            help="PROVIDER/MODEL for a new session (default: NIA_MODEL, else [session] model, else echo/echo).",
+        ),
         click.Option(["--session"], metavar="ID", default=None, help="Continue this workflow session."),
     ]
     if operation.user_input:
@@ -277,8 +283,8 @@ def _broken(name: str, error: ConfigError) -> click.Command:
 def _target_names(root: Path) -> list[str]:
     """Target names from a commands.toml that parses but does not validate."""
     try:
-        data = tomllib.loads((root / ".nia" / COMMANDS_FILE).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = read_toml(root / ".nia" / COMMANDS_FILE, root=root)  # checked: no symlink out, no deep nesting
+    except ConfigError:
         return []
     workflows = data.get("workflows")
     if not isinstance(workflows, list):

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
-from nia_core.files import Signature, signature
+from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
-from nia_core.project.toml import ConfigError, parse_toml
+from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, refused_config
 
 EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
@@ -82,6 +82,8 @@ class ProjectConfig:
     keep_transactions: int = DEFAULT_KEEP_TRANSACTIONS
     exists: bool = False
     """Whether ``.nia/project.toml`` exists at all."""
+    session_model: str | None = None
+    """``[session] model``: the model of new sessions here, unless ``--model`` or ``NIA_MODEL`` says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,14 @@ def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
         keep = reader.get(table, "keep_transactions", where, int, DEFAULT_KEEP_TRANSACTIONS)
         if keep < 1:
             reader.fail(where.key("keep_transactions"), f"must be at least 1, not {keep}")
-    return ProjectConfig(info, context, commit, tuple(services), keep, exists=True)
+    session_model = None
+    if "session" in data:
+        where = root.table("session")
+        table = reader.table(data["session"], where, ("model",))
+        session_model = reader.string(table, "model", where) or None
+        if session_model is not None and not re.fullmatch(r"[^/\s]+/\S+", session_model):
+            reader.fail(where.key("model"), f"must be PROVIDER/MODEL, not {session_model!r}")
+    return ProjectConfig(info, context, commit, tuple(services), keep, exists=True, session_model=session_model)
 
 
 def _commands(reader: _Reader, data: dict[str, Any]) -> CommandsConfig:
@@ -334,20 +343,23 @@ def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], 
     path = root / ".nia" / filename
     display = f".nia/{filename}"
     try:
-        with open(path, "rb") as handle:
-            sig = signature(os.fstat(handle.fileno()))
-            cached = _cache.get((str(path), filename))
-            if cached is not None and cached[0] == sig:
-                return cached[1]  # type: ignore[no-any-return]
-            raw = handle.read()
+        cached = _cache.get((str(path), filename))
+        if cached is not None and signature(os.stat(path)) == cached[0]:
+            return cached[1]  # type: ignore[no-any-return]  # bytes that passed the checks, unchanged since
+        content = read_checked(path, root, MAX_CONFIG_BYTES)
     except FileNotFoundError:
+        return empty
+    except Refused as exc:
+        refused_config(display, exc.problem, path)  # ignored, as if absent: the rest of the context renders
         return empty
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
-    data = parse_toml(raw, display)
-    config = build(_Reader(display, filename, raw.decode("utf-8")), data)
+    if content.oversize:
+        raise ConfigError(f"{display}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB; refused unread")
+    data = parse_toml(content.data, display)
+    config = build(_Reader(display, filename, content.data.decode("utf-8")), data)
     with _lock:
-        _cache[(str(path), filename)] = (sig, config)
+        _cache[(str(path), filename)] = (content.sig, config)
     return config
 
 

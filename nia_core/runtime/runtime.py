@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
+from nia_core.model import DEFAULT_MODEL, StreamCallback, split_model
 from nia_core.project import Workflow, locate
-from nia_core.providers.base import DEFAULT_MODEL, StreamCallback
-from nia_core.providers.lookup import ProviderLookup, providers_at
+from nia_core.providers.base import canonical_model
 from nia_core.runtime.attached import attach
 from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
 from nia_core.sessions import (
@@ -35,6 +36,9 @@ from nia_core.sessions import (
     run_turn,
     start_over,
 )
+
+if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
+    from nia_core.providers.lookup import ProviderLookup
 
 Where = Location | str | os.PathLike[str] | None
 """A Location, or a directory inside one (``None``: the current directory)."""
@@ -97,7 +101,31 @@ class Runtime:
         Built per call, so an edited ``project.toml`` counts at the next turn.
         """
         location = self.locate(where)
+        from nia_core.providers.lookup import providers_at
+
         return providers_at(location, self.host(location))
+
+    def default_model(self, where: Where = None) -> str:
+        """The model of a new session at ``where``: ``NIA_MODEL``, else ``[session] model``, else ``echo/echo``.
+
+        A ``project.toml`` that does not load is an error here (naming file and line): a session must not
+        silently start on another model than the one the project asks for.
+        """
+        chosen = os.environ.get("NIA_MODEL", "").strip()
+        if not chosen:
+            from nia_core.project.config import load_project_config
+
+            chosen = load_project_config(self.locate(where).root).session_model or ""
+        return canonical_model(chosen or DEFAULT_MODEL)
+
+    def model_warnings(self, where: Where, model: str) -> list[str]:
+        """What will make the first request with ``model`` fail, said before it is sent (a missing API key)."""
+        provider = self.providers(where)(model)
+        settings = getattr(provider, "settings", None)
+        if settings is not None and not getattr(settings, "api_key", None):
+            variable = getattr(settings, "api_key_env", "the API key variable")
+            return [f"{variable} is not set: requests to {split_model(model)[0]} will be sent without an API key"]
+        return []
 
     def summarizer(self, where: Where = None) -> Summarizer:
         """The first ``nia_summarize`` answer of the plugins at ``where``, else the default summary."""
@@ -114,8 +142,11 @@ class Runtime:
     def create_session(
         self, store: Store, where: Where = None, model: str = DEFAULT_MODEL, *, session_id: str | None = None
     ) -> SessionRecord:
-        """A new session at ``where`` (no epoch yet: its first boundary initializes one)."""
-        return store.create_session(str(self.locate(where).path), model, session_id=session_id)
+        """A new session at ``where`` (no epoch yet: its first boundary initializes one).
+
+        ``model`` may use a provider alias (``anthropic/…``, ``openai/…``); the session stores the full name.
+        """
+        return store.create_session(str(self.locate(where).path), canonical_model(model), session_id=session_id)
 
     def attach(
         self, store: Store, host: str, host_session_id: str, where: Where = None, *, model: str | None = None
@@ -130,32 +161,47 @@ class Runtime:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
         return move(store, session_id, str(self.locate(where).path))
 
-    def boundary(self, store: Store, session_id: str, *, workflow: Workflow | None = None) -> BoundaryReport:
+    def boundary(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
+    ) -> BoundaryReport:
         """One safe boundary without a provider call, for a door whose host owns the conversation.
 
         Initializes the epoch when there is none (the report's ``text`` is
         then the baseline), else reconciles and durably admits what changed
         (``text`` is the mid-conversation system message, ``None`` when
-        nothing changed). The context is observed every time.
+        nothing changed). The context is observed every time. ``leave_out``:
+        keys of sources the conversation gets some other way (an agent that
+        loads ``AGENTS.md`` itself); they are neither observed nor rendered.
         """
         watch = Watch()
-        result = pass_boundary(store, session_id, self._watched(watch, workflow))
+        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out))
         if isinstance(result, Admitted):
             watch.admitted(result.admission)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
     def start_over(
-        self, store: Store, session_id: str, *, reason: str, workflow: Workflow | None = None
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        reason: str,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
     ) -> BoundaryReport:
         """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
 
         The report's ``text`` is the new baseline. When the context is
         unavailable the result is ``Blocked``, the old epoch ends, and the
-        next :meth:`boundary` initializes.
+        next :meth:`boundary` initializes. ``leave_out`` as for :meth:`boundary`.
         """
         watch = Watch()
-        result = start_over(store, session_id, self._watched(watch, workflow), reason=reason)
+        result = start_over(store, session_id, self._watched(watch, workflow, leave_out), reason=reason)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
@@ -190,10 +236,14 @@ class Runtime:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _watched(self, watch: Watch, workflow: Workflow | None) -> ContextFor:
+    def _watched(self, watch: Watch, workflow: Workflow | None, leave_out: Collection[str] = ()) -> ContextFor:
         def context_for(location: str) -> SystemContext:
             host, view = self.open(location)
-            return watch.assembled(host.assemble(view))
+            context = watch.assembled(host.assemble(view))
+            if leave_out:
+                kept = [source for source in context.sources if source.key not in leave_out]
+                context = SystemContext(kept, on_render_error=context.on_render_error)
+            return context
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 
