@@ -22,7 +22,7 @@ TEMPLATE_NAME = "nia-template-plugin"
 TEMPLATE_MODULE = "nia_template_plugin"
 TEMPLATE_NAMESPACE = "template-plugin"
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 SKIPPED_FOLDERS = {"__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".egg-info")
 TAKEN_MODULES = {"nia_core", "nia_plugins", "nia_local_plugins"}
@@ -42,7 +42,7 @@ class PluginNames:
     @classmethod
     def from_name(cls, name: str, namespace: str | None = None) -> PluginNames:
         """Derive the module and namespace from ``name``; raises :class:`UsageError` for unusable names."""
-        if not NAME_PATTERN.match(name):
+        if not NAME_PATTERN.fullmatch(name):
             raise UsageError(
                 f"plugin name {name!r} is not a package name: use letters, digits, '-', '_' and '.', "
                 "starting and ending with a letter or digit"

@@ -1,17 +1,21 @@
-"""The state one ``nia`` invocation carries: global options and a lazily loaded host."""
+"""The state one ``nia`` invocation carries: global options and a lazily built runtime."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from nia_core.cli.logs import configure_logging
 from nia_core.context import Location, LocationContext
-from nia_core.host import PluginHost, load_host
 from nia_core.project import locate
+
+if TYPE_CHECKING:  # built on first use: `nia --help` must not import the session layer
+    from nia_core.host import PluginHost
+    from nia_core.runtime import Runtime
 
 
 @dataclass
@@ -20,8 +24,7 @@ class App:
     strict: bool = False
     flags: tuple[str, ...] = ()
     plugins_dirs: tuple[str, ...] = ()
-    _hosts: dict[Path, PluginHost] = field(default_factory=dict)
-    _views: dict[Location, LocationContext] = field(default_factory=dict)
+    _runtime: Runtime | None = None
 
     @classmethod
     def of(cls, ctx: click.Context) -> App:
@@ -41,26 +44,22 @@ class App:
         configure_logging(app.debug)
         return app
 
+    @property
+    def runtime(self) -> Runtime:
+        """The invocation's runtime: one plugin host per project, one registry view per Location."""
+        if self._runtime is None:
+            from nia_core.runtime import Runtime
+
+            self._runtime = Runtime(plugins_dirs=self.plugins_dirs, flags=self.flags, strict=self.strict)
+        return self._runtime
+
     def locate(self, directory: str | Path | None = None) -> Location:
         return locate(directory)
 
     def host(self, location: Location) -> PluginHost:
         """The plugin host for ``location``'s project (loaded once per project per run)."""
-        host = self._hosts.get(location.root)
-        if host is None:
-            host = load_host(location, plugins_dirs=self.plugins_dirs, flags=self.flags, strict=self.strict)
-            self._hosts[location.root] = host
-        return host
+        return self.runtime.host(location)
 
     def open(self, directory: str | Path | None = None) -> tuple[PluginHost, LocationContext]:
-        """The host and the Location's registry view, opened once per Location per run.
-
-        A session's boundaries reuse the view: opening one per boundary would
-        pile up views (and pluggy's historic call record) in a long-lived process.
-        """
-        location = self.locate(directory)
-        host = self.host(location)
-        view = self._views.get(location)
-        if view is None:
-            view = self._views[location] = host.open(location)
-        return host, view
+        """The host and the Location's registry view, opened once per Location per run (see :class:`Runtime`)."""
+        return self.runtime.open(directory)

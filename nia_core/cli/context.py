@@ -7,11 +7,10 @@ import json
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.context import EMPTY_SNAPSHOT, ReplacementReady, replace
 
 
-@cli.group()
+@click.group()
 def context() -> None:
     """Inspect the system context nia assembles."""
 

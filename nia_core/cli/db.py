@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 import click
 
-from nia_core.cli.main import cli
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, StoreError, db_url, open_store
 from nia_core.sessions.errors import CorruptRecord
@@ -41,7 +40,7 @@ def describe(store: Store, url: str) -> str:
     return f"{store.url} ({'PostgreSQL' if is_postgres(url) else 'SQLite'})"
 
 
-@cli.group()
+@click.group()
 def db() -> None:
     """The session database: NIA_DB (a path, sqlite:///path or postgresql://user@host/db).
 
@@ -103,16 +102,19 @@ def check() -> None:
                 f"{store.url} is at schema version {version}, this nia uses {current}; run: nia db migrate"
             )
         click.echo(f"schema version: {version} (current)")
-        sessions = store.sessions()
-        bad = 0
-        for record in sessions:
+        listing = store.list_sessions()
+        for damaged in listing.damaged:  # a row that does not even read; the others are still checked
+            click.echo(f"session {damaged.session_id}: {damaged.problem}")
+        bad = len(listing.damaged)
+        total = len(listing.sessions) + bad
+        for record in listing.sessions:
             found = session_problems(store, record.id)
             bad += bool(found)
             for problem in found:
                 click.echo(f"session {record.id}: {problem}")
     if bad:
-        raise CheckFailed(f"{bad} of {len(sessions)} sessions have problems (listed above)")
-    click.echo(f"sessions: {len(sessions)} checked, all consistent")
+        raise CheckFailed(f"{bad} of {total} sessions have problems (listed above)")
+    click.echo(f"sessions: {total} checked, all consistent")
 
 
 def session_problems(store: Store, session_id: str) -> list[str]:
@@ -121,8 +123,10 @@ def session_problems(store: Store, session_id: str) -> list[str]:
         return _problems(store, session_id)
     except CorruptRecord as exc:
         return [exc.problem]
-    except StoreError as exc:
+    except StoreError as exc:  # the database failing (locked, unreachable), not this session's rows: stop
         raise exc.about(session_id) from None
+    except Exception as exc:  # noqa: BLE001 - a check reports every session and goes on, whatever one of them holds
+        return [f"cannot be read ({type(exc).__name__}: {exc})"]
 
 
 def _problems(store: Store, session_id: str) -> list[str]:

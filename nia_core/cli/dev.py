@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.context import ReplacementBlocked, ReplacementReady, Unchanged, Updated
 from nia_core.context.system import Reconciliation
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata sca
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
 
-@cli.command()
+@click.command()
 @click.option(
     "--location",
     type=click.Path(exists=True, file_okay=False),

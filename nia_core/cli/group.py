@@ -28,7 +28,7 @@ class NiaGroup(click.Group):
 
     dynamic_providers: list[DynamicCommands] = []
     lazy_commands: dict[str, tuple[str, str]] = {}
-    """Built-in command name -> (module that registers it, short help for ``--help``)."""
+    """Built-in command name -> (``module:attribute`` of the command, short help for ``--help``)."""
 
     def _dynamic(self, ctx: click.Context) -> dict[str, click.Command]:
         cache = ctx.meta.setdefault("nia.dynamic", None)
@@ -51,8 +51,9 @@ class NiaGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         command = super().get_command(ctx, cmd_name)
         if command is None and cmd_name in self.lazy_commands:
-            importlib.import_module(self.lazy_commands[cmd_name][0])
-            command = super().get_command(ctx, cmd_name)
+            module, _, attribute = self.lazy_commands[cmd_name][0].partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
         if command is not None:
             return command
         return self._dynamic(ctx).get(cmd_name)

@@ -10,18 +10,19 @@ from nia_core.cli.group import NiaGroup
 from nia_core.cli.logs import configure_logging
 
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
-    "context": ("nia_core.cli.context", "Inspect the system context nia assembles."),
-    "session": ("nia_core.cli.session", "Durable sessions: a stable baseline per context epoch."),
-    "dev": ("nia_core.cli.dev", "Live-reload plugins under development and show what changes."),
-    "plugins": ("nia_core.cli.plugins", "List, install, switch on and off nia plugins."),
-    "plugin": ("nia_core.cli.plugins", "Create a new plugin package from the template."),
-    "workflows": ("nia_core.cli.workflows", "The workflows defined in .nia/commands.toml."),
-    "db": ("nia_core.cli.db", "Migrate and check the session database (NIA_DB)."),
+    "context": ("nia_core.cli.context:context", "Inspect the system context nia assembles."),
+    "session": ("nia_core.cli.session:session", "Durable sessions: a stable baseline per context epoch."),
+    "dev": ("nia_core.cli.dev:dev", "Live-reload plugins under development and show what changes."),
+    "plugins": ("nia_core.cli.plugins:plugins", "List, install, switch on and off nia plugins."),
+    "plugin": ("nia_core.cli.plugins:plugin_group", "Create a new plugin package from the template."),
+    "workflows": ("nia_core.cli.workflows:workflows", "The workflows defined in .nia/commands.toml."),
+    "db": ("nia_core.cli.db:db", "Migrate and check the session database (NIA_DB)."),
 }
-"""Built-in commands: name -> (module that adds it to :data:`cli`, short help).
+"""Built-in commands: name -> (``module:attribute`` of the command, short help).
 
-Imported only when the command runs, so ``nia --help`` and every command pay
-for their own imports only.
+Each command module exports its command and imports nothing of this one;
+:class:`NiaGroup` imports it and attaches the command only when it runs, so
+``nia --help`` and every command pay for their own imports only.
 """
 
 

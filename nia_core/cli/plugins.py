@@ -14,7 +14,6 @@ import click
 
 from nia_core.about import DISTRIBUTION
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
 from nia_core.context import Location
 from nia_core.errors import NiaError, UsageError
 from nia_core.host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
@@ -40,7 +39,7 @@ def _load(app: App, location: Location) -> PluginHost:
     return load_host(location, plugins_dirs=app.plugins_dirs, flags=app.flags, strict=False)
 
 
-@cli.group()
+@click.group()
 def plugins() -> None:
     """List, install, uninstall and switch plugins on and off."""
 
@@ -261,7 +260,7 @@ def enable(ctx: click.Context, name: str, location: str | None) -> None:
 # -- nia plugin new -----------------------------------------------------------------------
 
 
-@cli.group("plugin")
+@click.group("plugin")
 def plugin_group() -> None:
     """Create a new plugin package."""
 

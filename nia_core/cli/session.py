@@ -9,54 +9,37 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from nia_core.cli.app import App
-from nia_core.cli.main import cli
-from nia_core.context import SystemContext
+from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import DEFAULT_MODEL
-from nia_core.providers.lookup import ProviderLookup, providers_at
 from nia_core.sessions import (
-    AwaitingTools,
     Blocked,
-    ContextFor,
     Contexts,
     Deferred,
     EpochRecord,
-    Idle,
     Message,
-    Replied,
     SessionRecord,
     Store,
     StoreError,
     build_request,
     compact,
-    default_summary,
     move,
     open_store,
-    run_turn,
     switch_model,
 )
 from nia_core.sessions.epochs import ReplaceOutcome
 
-BLOCKED_EXIT = 3
-"""Exit status when the context is blocked on unavailable sources (retry later)."""
+__all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
 
 
-class SessionBlocked(NiaError):
-    """The session's context is blocked on unavailable sources; retry later."""
-
-    exit_code = BLOCKED_EXIT
-
-
-def host_providers(app: App, location: str | None) -> ProviderLookup:
-    """Providers for a session at ``location``: built-ins, the project's ``[providers]`` config, plugins'."""
-    where = app.locate(location)
-    return providers_at(where, app.host(where))
+class ReportedDamage(NiaError):
+    """Some sessions are damaged; they were named one per line and the rest was shown."""
 
 
 class SessionError(NiaError):
@@ -65,27 +48,6 @@ class SessionError(NiaError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-def host_context(app: App) -> ContextFor:
-    """The System Context at a Location, as the plugin host assembles it."""
-
-    def context_for(path: str) -> SystemContext:
-        host, view = app.open(path)
-        return host.assemble(view).context
-
-    return context_for
-
-
-def host_summarizer(app: App, location: str) -> Any:
-    """The first ``nia_summarize`` hook's answer at ``location``, else the default summary."""
-
-    def summarize(messages: Sequence[Message]) -> str:
-        host = app.host(app.locate(location))
-        answer = host.pm.hook.nia_summarize(messages=list(messages))
-        return answer if isinstance(answer, str) and answer.strip() else default_summary(messages)
-
-    return summarize
 
 
 @contextlib.contextmanager
@@ -109,7 +71,7 @@ def opened(ctx: click.Context, prefix: str | None = None) -> Iterator[tuple[Stor
         store.close()
 
 
-@cli.group()
+@click.group()
 def session() -> None:
     """Durable sessions: a stable baseline per context epoch, one system message per change.
 
@@ -126,11 +88,11 @@ def session() -> None:
 @click.pass_context
 def new(ctx: click.Context, location: str | None, model: str) -> None:
     """Create a session and print its id. Its context is first observed at the first send."""
-    app = App.of(ctx)
-    host_providers(app, location).check(model)
-    where = str(app.locate(location).path)
+    runtime = App.of(ctx).runtime
+    where = runtime.locate(location)
+    runtime.providers(where).check(model)
     with opened(ctx) as (store, _):
-        record = store.create_session(where, model)
+        record = runtime.create_session(store, where, model)
     click.echo(record.id)
 
 
@@ -147,30 +109,7 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     if text == "-":
         text = sys.stdin.read()
     with opened(ctx, session_id) as (store, full_id):
-        record = store.state(full_id).session
-        providers = host_providers(app, record.location)
-        providers.check(record.model)  # before anything is stored: an unknown provider keeps nothing pending
-        streamed: list[str] = []
-
-        def show_text(piece: str) -> None:
-            streamed.append(piece)
-            click.echo(piece, nl=False)
-
-        result = run_turn(store, full_id, host_context(app), providers, text=text, stream=show_text)
-        if isinstance(result, Replied):
-            admission = result.boundary.admission
-            if admission is not None and admission.outcome == "blocked":
-                click.echo(
-                    f"Warning: session {full_id}: a fresh baseline ({admission.reason}) is blocked on: "
-                    f"{', '.join(admission.blocked_on)}; the current one stays in force",
-                    err=True,
-                )
-            click.echo("" if streamed else result.reply.text)
-            return
-        if isinstance(result, Blocked):
-            raise SessionBlocked(f"{result}; the input is kept pending, retry with: nia session send {full_id}")
-        if isinstance(result, AwaitingTools | Idle):
-            raise UsageError(str(result))
+        send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
 
 
 def _message_json(message: Message, snapshot_id: str | None = None, created: str | None = None) -> dict[str, Any]:
@@ -223,7 +162,7 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
                 raise UsageError(f"session {full_id}: no context epoch yet; the next send initializes one")
             request = build_request(record, state.epoch, [entry.message for entry in history])
             if as_json:
-                body = host_providers(App.of(ctx), record.location)(record.model).lower(request)
+                body = App.of(ctx).runtime.providers(record.location)(record.model).lower(request)
                 click.echo(json.dumps(body, indent=2, ensure_ascii=False))
                 return
             click.echo(f"=== baseline (epoch {state.epoch.number}, {record.model}) ===")
@@ -301,10 +240,10 @@ def _report(outcome: ReplaceOutcome, done: str) -> None:
 @click.pass_context
 def compact_command(ctx: click.Context, session_id: str) -> None:
     """Replace the history so far with a summary and start a fresh context epoch."""
-    app = App.of(ctx)
+    runtime = App.of(ctx).runtime
     with opened(ctx, session_id) as (store, full_id):
         location = store.session(full_id).location
-        outcome = compact(store, full_id, Contexts(host_context(app)), host_summarizer(app, location))
+        outcome = compact(store, full_id, Contexts(runtime.context_for), runtime.summarizer(location))
         _report(outcome, f"Compacted session {full_id}")
 
 
@@ -314,10 +253,10 @@ def compact_command(ctx: click.Context, session_id: str) -> None:
 @click.pass_context
 def switch_model_command(ctx: click.Context, session_id: str, model: str) -> None:
     """Switch to MODEL (PROVIDER/MODEL); the conversation stays, a fresh context epoch starts."""
-    app = App.of(ctx)
+    runtime = App.of(ctx).runtime
     with opened(ctx, session_id) as (store, full_id):
-        host_providers(app, store.state(full_id).session.location).check(model)
-        outcome = switch_model(store, full_id, model, Contexts(host_context(app)))
+        runtime.providers(store.state(full_id).session.location).check(model)
+        outcome = switch_model(store, full_id, model, Contexts(runtime.context_for))
         _report(outcome, f"Session {full_id} now uses {model}")
 
 
@@ -339,10 +278,15 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 def list_command(ctx: click.Context, as_json: bool) -> None:
     """List the sessions, oldest first."""
     with opened(ctx) as (store, _):
-        records = store.sessions()
+        listing = store.list_sessions()
+    records = listing.sessions
     if as_json:
         click.echo(json.dumps([_session_json(r) for r in records], indent=2, ensure_ascii=False))
-        return
-    for r in records:
-        epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
-        click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")
+    else:
+        for r in records:
+            epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
+            click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")
+    if listing.damaged:  # the others are listed above; each damaged row is named, then the exit status says so
+        for error in listing.damaged:
+            click.echo(f"Error: {error}", err=True)
+        raise ReportedDamage(f"{len(listing.damaged)} session(s) could not be read; see: nia db check")

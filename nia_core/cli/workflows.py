@@ -18,7 +18,6 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
-from nia_core.cli.main import cli
 from nia_core.context import Generation, Location, initialize
 from nia_core.errors import InitializationBlocked, NiaError, UsageError
 from nia_core.project import translog
@@ -35,7 +34,7 @@ from nia_core.project.workflow import Workflow, assemble_workflow
 from nia_core.providers.base import DEFAULT_MODEL
 
 
-@cli.group("workflows")
+@click.group("workflows")
 def workflows() -> None:
     """The workflows defined in .nia/commands.toml."""
 
@@ -56,7 +55,8 @@ def list_workflows(ctx: click.Context, as_json: bool) -> None:
     """List every target and operation, each runnable as `nia TARGET OPERATION`."""
     location = App.of(ctx).locate()
     commands = load_commands_config(location.root)
-    builtin = set(cli.commands) | set(NiaGroup.lazy_commands)  # built-ins not imported yet win too
+    attached = getattr(ctx.find_root().command, "commands", {})  # the `nia` group's
+    builtin = set(attached) | set(NiaGroup.lazy_commands)  # built-ins not imported yet win too
     if as_json:
         data = [
             {
@@ -193,12 +193,11 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
     Every boundary composes the workflow's sections in front of the plugins'
     sources, so the baseline is exactly what ``--print-prompt`` shows.
     """
-    from nia_core.cli.session import SessionBlocked, host_context, host_providers, opened
-    from nia_core.sessions import Blocked, Replied, run_turn
+    from nia_core.cli.session import opened
+    from nia_core.cli.turn import send_turn
 
     where = str(workflow.location.path)
-    providers = host_providers(app, where)
-    context_for = workflow.context_for(host_context(app))
+    providers = app.runtime.providers(where)
     with opened(click.get_current_context(), session_prefix) as (store, session_id):
         if session_id:
             record = store.session(session_id)
@@ -207,29 +206,15 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
                     f"session {session_id} is at {record.location}, not here ({where}); "
                     "run the workflow from there, or move the session"
                 )
-            providers.check(record.model)
             text = workflow.user_input or "Continue."
         else:
             providers.check(model)
-            session_id = store.create_session(where, model).id
+            session_id = app.runtime.create_session(store, workflow.location, model).id
             text = START_MESSAGE
         click.echo(f"session {session_id}", err=True)
-        streamed: list[str] = []
-
-        def show_text(piece: str) -> None:
-            streamed.append(piece)
-            click.echo(piece, nl=False)
-
-        result = run_turn(store, session_id, context_for, providers, text=text, stream=show_text)
-        if isinstance(result, Replied):
-            click.echo("" if streamed else result.reply.text)
-            click.echo(f"Continue with: nia {workflow.name} --session {session_id[:12]} ...", err=True)
-            return
-        if isinstance(result, Blocked):
-            raise SessionBlocked(
-                f"{result}; the input is kept pending, retry with: nia {workflow.name} --session {session_id}"
-            )
-        raise UsageError(str(result))
+        retry = f"nia {workflow.name} --session {session_id}"
+        send_turn(app, store, session_id, text, retry=retry, workflow=workflow, providers=providers)
+        click.echo(f"Continue with: nia {workflow.name} --session {session_id[:12]} ...", err=True)
 
 
 def _operation_command(target: Target, operation: Operation) -> click.Command:

@@ -15,14 +15,14 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from nia_core.context.concurrent import call_all
 from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
 from nia_core.context.location import Location
 from nia_core.context.source import DEFAULT_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
-from nia_core.errors import DuplicateContribution, NiaError
+from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
 
 log = logging.getLogger("nia.registry")
 
@@ -57,6 +57,8 @@ class Problem:
     contributor: str
     kind: ProblemKind
     message: str
+    error: BaseException | None = field(default=None, compare=False, repr=False)
+    """What a strict load raises: the producer's own exception, or a :class:`DuplicateKey`."""
 
     def __str__(self) -> str:
         return f"{self.contributor}: {self.message}"
@@ -73,7 +75,11 @@ class Assembly:
 
 
 class ContributionError(NiaError):
-    """Raised by a strict load when a contribution misbehaved."""
+    """Raised by a strict load when a contribution misbehaved (timed out, returned no sources, left its namespace)."""
+
+
+class DuplicateKey(DuplicateSourceKey, ContributionError):
+    """A strict load met one source key from two contributions; names both contributors."""
 
 
 Listener = Callable[[], None]
@@ -262,7 +268,7 @@ class LocationContext:
                 problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
             elif outcome.status == "error":
                 exc = outcome.error
-                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {exc}")
+                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {exc}", exc)
             else:
                 accepted, problem = _check(contribution, outcome.value, owners)
                 if problem is None:
@@ -274,7 +280,7 @@ class LocationContext:
             problems.append(problem)
             log.warning("%s", problem)
         if strict and problems:
-            raise ContributionError("; ".join(str(p) for p in problems))
+            _raise_strict(problems[0])
         return Assembly(
             SystemContext(sources),
             tuple(problems),
@@ -313,8 +319,25 @@ def _bind(producer: Producer, location: Location) -> Callable[[], Any]:
     return call
 
 
-def _problem(contribution: Contribution, kind: ProblemKind, message: str) -> Problem:
-    return Problem(contribution.key, contribution.contributor, kind, message)
+def _problem(
+    contribution: Contribution, kind: ProblemKind, message: str, error: BaseException | None = None
+) -> Problem:
+    return Problem(contribution.key, contribution.contributor, kind, message, error)
+
+
+def _raise_strict(problem: Problem) -> NoReturn:
+    """A strict load fails with the first problem's own error, not a wrapper.
+
+    A producer that raised re-raises its exception, with a note naming its
+    contributor; a duplicate key raises :class:`DuplicateKey` naming both
+    contributors; anything else raises :class:`ContributionError`.
+    """
+    error = problem.error
+    if error is None:
+        raise ContributionError(str(problem))
+    if problem.kind == "raised":
+        error.add_note(f"raised by the context producer {problem.contribution!r} of {problem.contributor}")
+    raise error
 
 
 def _check(
@@ -351,6 +374,7 @@ def _check(
                 contribution,
                 "duplicate-key",
                 f"source key {item.key!r} is already contributed by {first}",
+                DuplicateKey(item.key, first, contribution.contributor),
             )
         seen.add(item.key)
     return items, None

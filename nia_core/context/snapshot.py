@@ -14,11 +14,35 @@ from types import MappingProxyType
 from typing import Any
 
 from nia_core.context.codec import canonical_json
+from nia_core.context.keys import is_valid_key
 from nia_core.errors import NiaError
 
 
 class CorruptSnapshot(NiaError):
     """Stored snapshot data that is not a snapshot."""
+
+
+def entry_problem(key: object, value: object, removal: object) -> str | None:
+    """Why ``(key, value, removal)`` cannot be a snapshot entry, or ``None``.
+
+    The one rule every decoder applies (the engine's and both stores'), so a
+    hand-edited or damaged snapshot is refused when read instead of being
+    taken for a source that is gone (an invalid key) or for an empty
+    mid-conversation message (an empty removal text).
+    """
+    if not is_valid_key(key):
+        return f"snapshot key {key!r} is not a valid source key (owner/name)"
+    if not isinstance(value, str):
+        return f"snapshot entry {key!r} has no JSON value"
+    try:
+        json.loads(value)
+    except ValueError:
+        return f"snapshot entry {key!r} has a value that is not JSON"
+    if removal is not None and not isinstance(removal, str):
+        return f"snapshot entry {key!r} has a removal that is not text"
+    if removal is not None and not removal.strip():
+        return f"snapshot entry {key!r} has an empty removal text"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +99,13 @@ class Snapshot(Mapping[str, SnapshotEntry]):
             raise CorruptSnapshot(f"snapshot must be an object, got {type(data).__name__}")
         entries: dict[str, SnapshotEntry] = {}
         for key, entry in data.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("value"), str):
-                raise CorruptSnapshot(f"snapshot entry {key!r} has no JSON value")
-            removal = entry.get("removal")
-            if removal is not None and not isinstance(removal, str):
-                raise CorruptSnapshot(f"snapshot entry {key!r} has a removal that is not text")
-            entries[key] = SnapshotEntry(entry["value"], removal)
+            if not isinstance(entry, dict):
+                raise CorruptSnapshot(f"snapshot entry {key!r} is not an object")
+            value, removal = entry.get("value"), entry.get("removal")
+            problem = entry_problem(key, value, removal)
+            if problem is not None:
+                raise CorruptSnapshot(problem)
+            entries[key] = SnapshotEntry(str(value), removal)
         return cls(entries)
 
     @classmethod

@@ -188,6 +188,25 @@ def decode(source: ContextSource, stored: str) -> Any:
     return source.codec.decode(json.loads(stored))
 
 
+def same_value(stored: Any, current: Any) -> bool:
+    """Whether the decoded stored value equals the current one (``==``, but ``True`` is not ``1``).
+
+    Only asked when the canonical JSON texts differ: a codec whose output
+    changed (a timestamp now rendered with milliseconds) then sends no update
+    for a value that did not. A value whose ``==`` raises counts as changed.
+    """
+    if isinstance(stored, bool) or isinstance(current, bool):
+        return type(stored) is type(current) and stored == current
+    if isinstance(stored, dict) and isinstance(current, dict):
+        return stored.keys() == current.keys() and all(same_value(v, current[k]) for k, v in stored.items())
+    if isinstance(stored, list | tuple) and isinstance(current, list | tuple):
+        return len(stored) == len(current) and all(same_value(a, b) for a, b in zip(stored, current, strict=True))
+    try:
+        return bool(stored == current)
+    except Exception:  # noqa: BLE001 - a value type with a broken __eq__ is treated as changed
+        return False
+
+
 def _render(source: ContextSource, renderer: str, *args: Any) -> str:
     fn: Callable[..., Any] | None
     if renderer == "baseline":
@@ -326,16 +345,17 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAUL
         entry = stored.get(source.key)
         if entry is None:
             added.append((source, value, encoded))
-        elif entry.value != encoded:
+        elif entry.value != encoded:  # equal text is equal value: the common case costs one string compare
             try:
                 previous = decode(source, entry.value)
             except Exception as exc:  # noqa: BLE001 - any decode failure means replace
                 reason = f"stored value of {source.key} can no longer be decoded ({type(exc).__name__}: {exc})"
                 return _replacement(ctx, available, unavailable, snapshot, reason, observed)
-            changed.append((source, previous, value, encoded))
+            if not same_value(previous, value):  # as the reference: a new encoding of an equal value is no change
+                changed.append((source, previous, value, encoded))
     gone = sorted(key for key in stored if key not in present)
     for key in gone:
-        if snapshot[key].removal is None:
+        if not (snapshot[key].removal or "").strip():  # an empty removal would admit an empty message
             reason = f"{key} is gone and has no removal text"
             return _replacement(ctx, available, unavailable, snapshot, reason, observed)
 

@@ -33,7 +33,7 @@ log = logging.getLogger("nia.host")
 CACHE_FORMAT = 1
 RACY_NS = 2_000_000_000
 """A folder modified this recently may change again within the same clock tick: its mtime proves nothing yet."""
-VALUE_PATTERN = re.compile(r"^(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?$")
+VALUE_PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?")
 
 
 @dataclass(frozen=True)
@@ -50,17 +50,17 @@ class EntryPointRecord:
 
     @property
     def module(self) -> str:
-        match = VALUE_PATTERN.match(self.value)
+        match = VALUE_PATTERN.fullmatch(self.value)
         return match.group("module") if match else self.value
 
     @property
     def attr(self) -> str | None:
-        match = VALUE_PATTERN.match(self.value)
+        match = VALUE_PATTERN.fullmatch(self.value)
         return match.group("attr") if match else None
 
     def load(self) -> Any:
         """Import the module and resolve the attribute path, like ``EntryPoint.load``."""
-        if VALUE_PATTERN.match(self.value) is None:
+        if VALUE_PATTERN.fullmatch(self.value) is None:
             raise ValueError(f"entry point value {self.value!r} is not 'module' or 'module:attribute'")
         target: Any = importlib.import_module(self.module)
         for part in (self.attr or "").split("."):

@@ -25,7 +25,7 @@ EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
 FORMATS: tuple[PromptFormat, ...] = ("md", "xml")
 DEFAULT_KEEP_TRANSACTIONS = 50
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 PROJECT_FILE = "project.toml"
 COMMANDS_FILE = "commands.toml"
@@ -202,7 +202,7 @@ class _Reader:
 
     def name(self, table: dict[str, Any], key: str, where: KeyPath) -> str:
         value = self.string(table, key, where, required=True)
-        if not NAME_PATTERN.match(value):
+        if not NAME_PATTERN.fullmatch(value):
             self.fail(
                 where.key(key),
                 f'"{value}" is not a command name: use lowercase letters, digits, "-" and "_"',

@@ -23,7 +23,7 @@ from nia_core.project.workflow import Workflow
 
 LOG_VERSION = 1
 LATEST = "latest.json"
-_LOG_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z(?:-\d+)?\.json$")
+_LOG_NAME = re.compile(r"\d{8}T\d{6}\.\d{6}Z(?:-\d+)?\.json")
 
 
 def log_dir(root: Path) -> Path:
@@ -159,7 +159,7 @@ def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path:
 
 def prune(folder: Path, keep: int) -> list[Path]:
     """Remove all but the newest ``keep`` timestamped logs; the paths removed."""
-    logs = sorted(name for name in os.listdir(folder) if _LOG_NAME.match(name))
+    logs = sorted(name for name in os.listdir(folder) if _LOG_NAME.fullmatch(name))
     removed = []
     for name in logs[: max(0, len(logs) - keep)]:
         try:

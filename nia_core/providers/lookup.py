@@ -35,7 +35,7 @@ CONFIGURABLE: dict[str, type[RemoteProvider]] = {
     OpenAIChatProvider.name: OpenAIChatProvider,
     AnthropicMessagesProvider.name: AnthropicMessagesProvider,
 }
-NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 class ProviderLookup:
@@ -145,7 +145,7 @@ def _plugin_providers(
                     (plugin, f"nia_providers returned a {type(provider).__name__}, not a provider (name, lower, send)")
                 )
                 continue
-            if not NAME.match(provider.name):
+            if not NAME.fullmatch(provider.name):
                 problems.append((plugin, f"provider name {provider.name!r} must be lowercase letters, digits and '-'"))
                 continue
             found.append((provider, plugin))

@@ -10,7 +10,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nia_core.sessions.boundary import AwaitingTools, BoundaryResult, Idle, Ready, Replied, run_boundary, run_turn
+    from nia_core.sessions.boundary import (
+        Admitted,
+        AwaitingTools,
+        BoundaryResult,
+        Idle,
+        Ready,
+        Replied,
+        TurnResult,
+        pass_boundary,
+        run_boundary,
+        run_turn,
+        start_over,
+    )
     from nia_core.sessions.compaction import Summarizer, compact, default_summary
     from nia_core.sessions.epochs import Admission, Blocked, ContextFor, Contexts, Deferred, Replaced, replace_now
     from nia_core.sessions.errors import (
@@ -40,6 +52,7 @@ if TYPE_CHECKING:
 
 _HOMES: dict[str, str] = {
     "ActiveEpoch": "nia_core.sessions.store",
+    "Admitted": "nia_core.sessions.boundary",
     "Admission": "nia_core.sessions.epochs",
     "AwaitingTools": "nia_core.sessions.boundary",
     "Blocked": "nia_core.sessions.epochs",
@@ -69,6 +82,7 @@ _HOMES: dict[str, str] = {
     "Store": "nia_core.sessions.store",
     "StoreError": "nia_core.sessions.errors",
     "Summarizer": "nia_core.sessions.compaction",
+    "TurnResult": "nia_core.sessions.boundary",
     "ToolCall": "nia_core.sessions.messages",
     "UnknownSession": "nia_core.sessions.errors",
     "UnsupportedDatabase": "nia_core.sessions.errors",
@@ -80,10 +94,12 @@ _HOMES: dict[str, str] = {
     "default_summary": "nia_core.sessions.compaction",
     "move": "nia_core.sessions.moves",
     "open_store": "nia_core.sessions.open",
+    "pass_boundary": "nia_core.sessions.boundary",
     "project": "nia_core.sessions.projection",
     "replace_now": "nia_core.sessions.epochs",
     "run_boundary": "nia_core.sessions.boundary",
     "run_turn": "nia_core.sessions.boundary",
+    "start_over": "nia_core.sessions.boundary",
     "switch_model": "nia_core.sessions.moves",
 }
 
@@ -91,6 +107,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "ActiveEpoch",
     "Admission",
+    "Admitted",
     "AwaitingTools",
     "Blocked",
     "BoundaryResult",
@@ -119,6 +136,7 @@ __all__ = [
     "StoreError",
     "Summarizer",
     "ToolCall",
+    "TurnResult",
     "UnknownSession",
     "UnsupportedDatabase",
     "Usage",
@@ -129,10 +147,12 @@ __all__ = [
     "default_summary",
     "move",
     "open_store",
+    "pass_boundary",
     "project",
     "replace_now",
     "run_boundary",
     "run_turn",
+    "start_over",
     "switch_model",
 ]
 

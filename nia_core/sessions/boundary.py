@@ -11,6 +11,10 @@
 5. (:func:`run_turn`) Call the provider and store its reply. When the call
    fails, the admitted system message stays and the retry sends it unchanged.
 
+A door whose host owns the conversation (an agent's hooks, an MCP client)
+runs steps 1-3 only, through :func:`pass_boundary`, and shows the model what
+was admitted; :func:`start_over` begins a fresh epoch when its conversation does.
+
 Sources are observed only here, never when they change: an idle session
 stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 """
@@ -31,12 +35,13 @@ from nia_core.sessions.epochs import (
     admit_changes,
     attempts,
     ensure_epoch,
+    new_epoch,
 )
 from nia_core.sessions.errors import RevisionConflict
 from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.store import Store
+from nia_core.sessions.store import SessionState, Store
 
 
 @dataclass(frozen=True)
@@ -74,18 +79,17 @@ class Idle:
 BoundaryResult = Ready | Blocked | AwaitingTools | Idle
 
 
-def run_boundary(
-    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
-) -> BoundaryResult:
-    """Run steps 1-4 (see the module docstring)."""
-    state = store.state(session_id)
-    history = [entry.message for entry in store.history(session_id)]
-    if not state.pending and not awaits_reply(history):
-        return Idle(session_id)
-    unsettled = unsettled_tool_calls([*history, *state.pending])
-    if unsettled:  # not a safe boundary yet: observe nothing, promote nothing
-        return AwaitingTools(session_id, unsettled)
-    contexts = Contexts(context_for)
+@dataclass(frozen=True)
+class _Passed:
+    state: SessionState
+    """Read after admission; has an active epoch."""
+    initialized: bool
+    promoted: tuple[Message, ...]
+    admission: Admission | None
+
+
+def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) -> _Passed | Blocked | AwaitingTools:
+    """Steps 1-3, the part every door shares (see the module docstring)."""
     promoted: list[Message] = []
     for _ in attempts(session_id):
         # 1. An active epoch with a complete baseline, before any input is promoted.
@@ -109,14 +113,90 @@ def run_boundary(
                 admission = admit_changes(store, state, contexts, timeout=timeout)
             except Moved:
                 continue
-        # 4. The request, from durable state only.
         state = store.state(session_id)
         if state.epoch is None:
             continue
-        history = [entry.message for entry in store.history(session_id)]
-        request = build_request(state.session, state.epoch, history)
-        return Ready(request, tuple(promoted), admission, initialized)
+        return _Passed(state, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def run_boundary(
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+) -> BoundaryResult:
+    """Run steps 1-4 (see the module docstring)."""
+    state = store.state(session_id)
+    history = [entry.message for entry in store.history(session_id)]
+    if not state.pending and not awaits_reply(history):
+        return Idle(session_id)
+    unsettled = unsettled_tool_calls([*history, *state.pending])
+    if unsettled:  # not a safe boundary yet: observe nothing, promote nothing
+        return AwaitingTools(session_id, unsettled)
+    passed = _pass(store, session_id, Contexts(context_for), timeout=timeout)
+    if not isinstance(passed, _Passed):
+        return passed
+    # 4. The request, from durable state only.
+    assert passed.state.epoch is not None
+    history = [entry.message for entry in store.history(session_id)]
+    request = build_request(passed.state.session, passed.state.epoch, history)
+    return Ready(request, passed.promoted, passed.admission, passed.initialized)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A boundary passed without a provider call: what a host that owns the conversation must show its model."""
+
+    session_id: str
+    epoch: int
+    """The active epoch after the boundary."""
+    baseline: str | None = None
+    """The baseline, when this boundary started the epoch (initialized, replaced, or asked for anew)."""
+    admission: Admission | None = None
+    """What reconciling did (``None`` when the epoch started here)."""
+    promoted: tuple[Message, ...] = ()
+
+    @property
+    def update(self) -> str | None:
+        """The mid-conversation system message admitted here, if any."""
+        message = self.admission.message if self.admission is not None else None
+        return message.text if message is not None else None
+
+    @property
+    def text(self) -> str | None:
+        """What to show the model now: a new epoch's baseline, else the admitted update, else ``None``."""
+        return self.baseline if self.baseline is not None else self.update
+
+
+def pass_boundary(
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+) -> Admitted | Blocked | AwaitingTools:
+    """Steps 1-3 for a session whose conversation lives in a host (an agent's hooks, an MCP client).
+
+    The host asks for the boundary, so there is no idle check: the context is
+    observed every time. Pending input, if any, is promoted as in a turn.
+    """
+    passed = _pass(store, session_id, Contexts(context_for), timeout=timeout)
+    if not isinstance(passed, _Passed):
+        return passed
+    epoch = passed.state.epoch
+    assert epoch is not None
+    admission = passed.admission
+    fresh = passed.initialized or (admission is not None and admission.outcome == "replaced")
+    return Admitted(session_id, epoch.number, epoch.baseline if fresh else None, admission, passed.promoted)
+
+
+def start_over(
+    store: Store, session_id: str, context_for: ContextFor, *, reason: str, timeout: float = DEFAULT_TIMEOUT
+) -> Admitted | Blocked:
+    """A fresh epoch now, for a host whose conversation started over; its baseline is the text to show.
+
+    When the context is unavailable the old epoch ends and the result is
+    :class:`Blocked`; the next :func:`pass_boundary` initializes.
+    """
+    state = new_epoch(store, session_id, Contexts(context_for), reason=reason, timeout=timeout)
+    if isinstance(state, Blocked):
+        return state
+    assert state.epoch is not None
+    return Admitted(session_id, state.epoch.number, state.epoch.baseline)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from typing import Literal
 from nia_core.context import (
     DEFAULT_TIMEOUT,
     SEPARATOR,
+    Change,
     Generation,
+    Observation,
     ReplacementBlocked,
     ReplacementReady,
     SystemContext,
@@ -71,6 +73,10 @@ class Admission:
     """Why the epoch was replaced, or why a replacement is blocked."""
     blocked_on: tuple[str, ...] = ()
     """Unavailable admitted sources holding back a replacement (the old baseline stays)."""
+    changes: tuple[Change, ...] = ()
+    """For ``updated``: each source added, updated or removed, with its text, in message order."""
+    observations: tuple[Observation, ...] = field(default=(), compare=False, repr=False)
+    """What each source's loader said at this boundary (a door reports the unavailable ones)."""
 
 
 @dataclass
@@ -168,6 +174,33 @@ def ensure_epoch(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def new_epoch(
+    store: Store, session_id: str, contexts: Contexts, *, reason: str, timeout: float = DEFAULT_TIMEOUT
+) -> SessionState | Blocked:
+    """Start a fresh epoch now, whatever is active: the conversation started over (a host's clear or compaction).
+
+    The baseline is observed at the session's Location (a pending compaction
+    applies with it). When the context is unavailable, the active epoch ends
+    instead, since its baseline no longer stands for the conversation: the
+    next boundary initializes, as after a move.
+    """
+    for _ in attempts(session_id):
+        state = store.state(session_id)
+        location = state.session.location
+        try:
+            generation = initialize(contexts.at(location), timeout=timeout)
+        except InitializationBlocked as exc:
+            if state.epoch is not None:
+                store.move(session_id, location)
+            return Blocked(session_id, exc.keys, "the initial context")
+        try:
+            start(store, state, generation, reason)
+        except RevisionConflict:
+            continue
+        return store.state(session_id)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def admit_changes(
     store: Store, state: SessionState, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
 ) -> Admission:
@@ -188,7 +221,7 @@ def admit_changes(
                 replacement = replace(ctx, epoch.snapshot, timeout=timeout)
                 if isinstance(replacement, ReplacementReady):
                     start(store, state, replacement.generation, wanted)
-                    return Admission("replaced", reason=wanted)
+                    return Admission("replaced", reason=wanted, observations=replacement.observations)
                 held = replacement.keys
             result = reconcile(ctx, epoch.snapshot, timeout=timeout)
             if isinstance(result, Updated):
@@ -199,19 +232,26 @@ def admit_changes(
                     text=result.text,
                     snapshot=result.snapshot,
                 )
-                return Admission("updated", message, blocked_on=held, reason=wanted if held else "")
+                return Admission(
+                    "updated",
+                    message,
+                    blocked_on=held,
+                    reason=wanted if held else "",
+                    changes=result.changes,
+                    observations=result.observations,
+                )
             if isinstance(result, ReplacementReady):
                 start(store, state, result.generation, result.reason)
-                return Admission("replaced", reason=result.reason)
+                return Admission("replaced", reason=result.reason, observations=result.observations)
         except RevisionConflict:
             state = store.state(session_id)
             continue
         if isinstance(result, ReplacementBlocked):
-            return Admission("blocked", reason=result.reason, blocked_on=result.keys)
+            return Admission("blocked", reason=result.reason, blocked_on=result.keys, observations=result.observations)
         assert isinstance(result, Unchanged)
         if held:
-            return Admission("blocked", reason=wanted, blocked_on=held)
-        return Admission("unchanged")
+            return Admission("blocked", reason=wanted, blocked_on=held, observations=result.observations)
+        return Admission("unchanged", observations=result.observations)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

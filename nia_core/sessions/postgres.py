@@ -53,15 +53,18 @@ from nia_core.sessions.errors import (
     UnsupportedDatabase,
 )
 from nia_core.sessions.messages import Message
-from nia_core.sessions.replies import ReplyRecord, decode_reply, encode_reply, with_record
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
+    epoch_record,
+    history_entry,
+    listing,
     manifest_ids,
     message_body,
-    message_from_row,
     parse_segments,
+    pending_message,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -71,6 +74,7 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    SessionListing,
     SessionRecord,
     SessionState,
     Store,
@@ -695,14 +699,15 @@ class PostgresStore(Store):
         return session_from_row(row)
 
     @staticmethod
-    def _epoch_record(row: Sequence[Any]) -> EpochRecord:
-        """An epoch row, read in ``_EPOCH_COLUMNS`` order."""
-        return EpochRecord(
-            number=int(row[0]),
+    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
+        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
+        return epoch_record(
+            session_id,
+            number=row[0],
             baseline_id=row[1],
             initial_snapshot_id=row[2],
             snapshot_id=row[3],
-            start_seq=int(row[4]),
+            start_seq=row[4],
             model=row[5],
             location=row[6],
             reason=row[7],
@@ -813,10 +818,9 @@ class PostgresStore(Store):
             raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
         return ids[0]
 
-    def sessions(self) -> list[SessionRecord]:
-        def work(tx: _Tx) -> list[SessionRecord]:
-            rows = tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id")
-            return [session_from_row(row) for row in rows]
+    def list_sessions(self) -> SessionListing:
+        def work(tx: _Tx) -> SessionListing:
+            return listing(tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id"))
 
         return self._run(None, "list the sessions", work, write=False)
 
@@ -838,10 +842,7 @@ class PostgresStore(Store):
             epoch = None
             if session.epoch is not None:
                 epoch = self._active_epoch(tx, session_id, session.epoch, row[9:19], row[19])
-            pending = tuple(
-                message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
-                for pending_id, kind, body in row[20]
-            )
+            pending = tuple(pending_message(session_id, pending_id, kind, body) for pending_id, kind, body in row[20])
             return SessionState(session, epoch, pending)
 
         return self._run(session_id, "read the session", work, write=False)
@@ -851,7 +852,7 @@ class PostgresStore(Store):
     ) -> ActiveEpoch:
         if row[0] is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(row)
+        record = self._epoch_record(session_id, row)
         segment_ids = parse_segments(session_id, row[9], number)
         ids = None if manifest is None else manifest_ids(session_id, record.snapshot_id, manifest)
         value_ids = [] if ids is None else [i for pair in ids.values() for i in pair if i is not None]
@@ -875,13 +876,7 @@ class PostgresStore(Store):
             return [row[1:] for row in rows if row[1] is not None]
 
         rows = self._run(session_id, "read the history", work, write=False)
-        entries = []
-        for seq, epoch, kind, body, snapshot_id, created, reply_text in rows:
-            where = f"message #{seq}"
-            reply = decode_reply(session_id, where, reply_text)
-            message = with_record(message_from_row(session_id, where, kind, body, int(seq), epoch), reply)
-            entries.append(HistoryEntry(message, created, snapshot_id, reply))
-        return entries
+        return [history_entry(session_id, *row) for row in rows]
 
     def epochs(self, session_id: str) -> list[EpochRecord]:
         def work(tx: _Tx) -> list[EpochRecord]:
@@ -892,7 +887,7 @@ class PostgresStore(Store):
             )
             if not rows:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            return [self._epoch_record(row[1:]) for row in rows if row[1] is not None]
+            return [self._epoch_record(session_id, row[1:]) for row in rows if row[1] is not None]
 
         return self._run(session_id, "read the epochs", work, write=False)
 
@@ -936,10 +931,7 @@ class PostgresStore(Store):
             rows = pending.fetchall()
             if not rows:
                 return []
-            messages = [
-                message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
-                for pending_id, kind, body in rows
-            ]
+            messages = [pending_message(session_id, pending_id, kind, body) for pending_id, kind, body in rows]
             promoted = self._insert_messages(tx, session_id, _first(next_seq), session.epoch, messages, None)
             tx.send("DELETE FROM pending WHERE id = ANY(%s)", ([row[0] for row in rows],))
             return promoted

@@ -13,9 +13,11 @@ from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
+from nia_core.context.keys import is_valid_key
 from nia_core.sessions.errors import CorruptRecord
 from nia_core.sessions.messages import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.store import PendingCompaction, SessionRecord
+from nia_core.sessions.replies import decode_reply, with_record
+from nia_core.sessions.store import EpochRecord, HistoryEntry, PendingCompaction, SessionListing, SessionRecord
 
 
 def content_id(text: str) -> str:
@@ -86,6 +88,7 @@ def snapshot_manifest(snapshot: Snapshot, id_of: Callable[[str], str] = content_
 
 def manifest_ids(session_id: str, snapshot_id: str, manifest: str) -> dict[str, tuple[str, str | None]]:
     """Parse and hash-check a stored manifest."""
+    text_value(session_id, f"stored snapshot {snapshot_id[:12]}", manifest)
     if content_id(manifest) != snapshot_id:
         raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} does not match its hash", session_id)
     try:
@@ -116,6 +119,10 @@ def snapshot_from_texts(
     """
     entries: dict[str, SnapshotEntry] = {}
     for key, (value_id, removal_id) in ids.items():
+        if not is_valid_key(key):
+            raise CorruptRecord(
+                f"stored snapshot {snapshot_id[:12]} is corrupt: {key!r} is not a valid source key", session_id
+            )
         what = f"the value of {key!r} in snapshot {snapshot_id[:12]}"
         value = checked_text(session_id, texts, value_id, what, trusted)
         if value_id not in trusted:
@@ -127,6 +134,8 @@ def snapshot_from_texts(
         if removal_id is not None:
             what = f"the removal text of {key!r} in snapshot {snapshot_id[:12]}"
             removal = checked_text(session_id, texts, removal_id, what, trusted)
+            if not removal.strip():
+                raise CorruptRecord(f"stored snapshot is corrupt: {what} is empty", session_id)
         entries[key] = SnapshotEntry(value, removal)
     return Snapshot(entries)
 
@@ -135,6 +144,10 @@ def checked_text(
     session_id: str, texts: Mapping[str, str], text_id: str, what: str, trusted: Container[str] = ()
 ) -> str:
     text = texts.get(text_id)
+    if text is not None and not isinstance(text, str):
+        raise CorruptRecord(
+            f"stored snapshot is corrupt: {what} is stored as {type(text).__name__}, not text", session_id
+        )
     if text is None:
         raise CorruptRecord(f"stored snapshot is corrupt: {what} is missing", session_id)
     if text_id not in trusted and content_id(text) != text_id:
@@ -157,6 +170,9 @@ def baseline_from_texts(
     parts = []
     for index, segment_id in enumerate(segment_ids):
         text = texts.get(segment_id)
+        if text is not None and not isinstance(text, str):
+            state = f"is stored as {type(text).__name__}, not text"
+            raise CorruptRecord(f"the baseline of epoch {epoch} is corrupt: part {index + 1} {state}", session_id)
         if text is None or (segment_id not in trusted and content_id(text) != segment_id):
             state = "missing" if text is None else "does not match its hash"
             raise CorruptRecord(f"the baseline of epoch {epoch} is corrupt: part {index + 1} {state}", session_id)
@@ -167,7 +183,8 @@ def baseline_from_texts(
     return baseline
 
 
-def parse_segments(session_id: str, raw: str, epoch: int) -> list[str]:
+def parse_segments(session_id: str, raw: Any, epoch: int) -> list[str]:
+    text_value(session_id, f"the baseline of epoch {epoch}", raw)
     try:
         ids = json.loads(raw)
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -194,18 +211,135 @@ def compaction_from_json(session_id: str, raw: str | None) -> PendingCompaction 
         raise CorruptRecord(f"the pending compaction is damaged ({exc})", session_id) from None
 
 
+# -- typed columns -------------------------------------------------------------------------
+# A hand-edited database can hold anything in any column (SQLite keeps 'abc' in an INTEGER
+# column and a BLOB where text belongs). Every value read is checked here, so a damaged row
+# is a CorruptRecord naming its session and column, never a ValueError from deep inside.
+
+
+def _kind_of(value: Any) -> str:
+    return "NULL" if value is None else type(value).__name__
+
+
+def whole_number(session_id: str, where: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` if it is a whole number (``None`` too when ``optional``), else :class:`CorruptRecord`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise CorruptRecord(
+        f"{where} is damaged (expected a whole number, found {_kind_of(value)} {value!r:.40})", session_id
+    )
+
+
+def text_value(session_id: str, where: str, value: Any, *, optional: bool = False) -> Any:
+    """``value`` if it is text (``None`` too when ``optional``), else :class:`CorruptRecord`."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str):
+        return value
+    raise CorruptRecord(f"{where} is damaged (expected text, found {_kind_of(value)} {value!r:.40})", session_id)
+
+
+def row_session_id(row: Sequence[Any]) -> str:
+    """The id of a ``sessions`` row as text, whatever is stored there (to name a damaged row)."""
+    value = row[0]
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
 def session_from_row(row: Sequence[Any]) -> SessionRecord:
     """A ``sessions`` row (id, location, model, created, revision, epoch, history_from,
     summary_seq, compaction), the same in every backend's column order."""
-    session_id = row[0]
+    session_id = row_session_id(row)
+    text_value(session_id, "its id", row[0])
     return SessionRecord(
         id=session_id,
-        location=row[1],
-        model=row[2],
-        created=row[3],
-        revision=int(row[4]),
-        epoch=row[5],
-        history_from=int(row[6]),
-        summary_seq=None if row[7] is None else int(row[7]),
-        compaction=compaction_from_json(session_id, row[8]),
+        location=text_value(session_id, "its location", row[1]),
+        model=text_value(session_id, "its model", row[2]),
+        created=text_value(session_id, "its creation time", row[3]),
+        revision=whole_number(session_id, "its revision", row[4]),
+        epoch=whole_number(session_id, "its active epoch number", row[5], optional=True),
+        history_from=whole_number(session_id, "its history_from", row[6]),
+        summary_seq=whole_number(session_id, "its summary_seq", row[7], optional=True),
+        compaction=compaction_from_json(
+            session_id, text_value(session_id, "its pending compaction", row[8], optional=True)
+        ),
     )
+
+
+def epoch_record(
+    session_id: str,
+    *,
+    number: Any,
+    baseline_id: Any,
+    snapshot_id: Any,
+    initial_snapshot_id: Any,
+    start_seq: Any,
+    model: Any,
+    location: Any,
+    reason: Any,
+    created: Any,
+) -> EpochRecord:
+    """An ``epochs`` row, every column checked."""
+    where = f"epoch {number!r:.20}"
+    return EpochRecord(
+        number=whole_number(session_id, "an epoch number", number),
+        baseline_id=text_value(session_id, f"{where}: its baseline id", baseline_id),
+        snapshot_id=text_value(session_id, f"{where}: its snapshot id", snapshot_id),
+        initial_snapshot_id=text_value(session_id, f"{where}: its initial snapshot id", initial_snapshot_id),
+        start_seq=whole_number(session_id, f"{where}: its start_seq", start_seq),
+        model=text_value(session_id, f"{where}: its model", model),
+        location=text_value(session_id, f"{where}: its location", location),
+        reason=text_value(session_id, f"{where}: its reason", reason),
+        created=text_value(session_id, f"{where}: its creation time", created),
+    )
+
+
+def history_entry(
+    session_id: str, seq: Any, epoch: Any, kind: Any, body: Any, snapshot_id: Any, created: Any, reply: Any = None
+) -> HistoryEntry:
+    """A ``messages`` row, every column checked (``reply``: the record of schema 2, see replies.py)."""
+    seq = whole_number(session_id, "a message number (seq)", seq)
+    where = f"message #{seq}"
+    message = message_from_row(
+        session_id,
+        where,
+        text_value(session_id, f"{where}: its kind", kind),
+        text_value(session_id, f"{where}: its body", body),
+        seq,
+        whole_number(session_id, f"{where}: its epoch", epoch, optional=True),
+    )
+    record = decode_reply(session_id, where, reply)
+    return HistoryEntry(
+        with_record(message, record),
+        text_value(session_id, f"{where}: its creation time", created),
+        text_value(session_id, f"{where}: its snapshot id", snapshot_id, optional=True),
+        record,
+    )
+
+
+def pending_message(session_id: str, pending_id: Any, kind: Any, body: Any) -> Message:
+    """A ``pending`` row, every column checked."""
+    where = f"pending input #{pending_id!r:.20}"
+    return message_from_row(
+        session_id,
+        where,
+        text_value(session_id, f"{where}: its kind", kind),
+        text_value(session_id, f"{where}: its body", body),
+        None,
+        None,
+    )
+
+
+def listing(rows: Sequence[Sequence[Any]]) -> SessionListing:
+    """``sessions`` rows read one by one: a damaged row is reported and the others still list."""
+    records: list[SessionRecord] = []
+    damaged: list[CorruptRecord] = []
+    for row in rows:
+        try:
+            records.append(session_from_row(row))
+        except CorruptRecord as exc:
+            damaged.append(exc)
+    return SessionListing(tuple(records), tuple(damaged))

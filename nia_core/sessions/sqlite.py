@@ -30,15 +30,18 @@ from nia_core.sessions.errors import (
     UnknownSession,
 )
 from nia_core.sessions.messages import Message
-from nia_core.sessions.replies import ReplyRecord, decode_reply, encode_reply, with_record
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
+    epoch_record,
+    history_entry,
+    listing,
     manifest_ids,
     message_body,
-    message_from_row,
     parse_segments,
+    pending_message,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -48,6 +51,7 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    SessionListing,
     SessionRecord,
     SessionState,
     Store,
@@ -357,8 +361,17 @@ class SQLiteStore(Store):
         return session_from_row(row)
 
     @staticmethod
-    def _epoch_record(row: Sequence[Any]) -> EpochRecord:
-        return EpochRecord(*row[:9])
+    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
+        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
+        names = ("number", "baseline_id", "snapshot_id", "initial_snapshot_id", "start_seq")
+        return epoch_record(
+            session_id,
+            **dict(zip(names, row[:5], strict=True)),
+            model=row[5],
+            location=row[6],
+            reason=row[7],
+            created=row[8],
+        )
 
     def _next_seq(self, conn: sqlite3.Connection, session_id: str) -> int:
         row = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,))
@@ -422,10 +435,10 @@ class SQLiteStore(Store):
             raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
         return str(ids[0])
 
-    def sessions(self) -> list[SessionRecord]:
+    def list_sessions(self) -> SessionListing:
         with self._read(None, "list the sessions") as conn:
             rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id").fetchall()
-        return [session_from_row(row) for row in rows]
+        return listing(rows)
 
     def state(self, session_id: str) -> SessionState:
         with self._read(session_id, "read the session") as conn:
@@ -434,7 +447,7 @@ class SQLiteStore(Store):
             if session.epoch is not None:
                 epoch = self._active_epoch(conn, session_id, session.epoch)
             pending = tuple(
-                message_from_row(session_id, f"pending input #{row[0]}", row[1], row[2], None, None)
+                pending_message(session_id, row[0], row[1], row[2])
                 for row in conn.execute(
                     "SELECT id, kind, body FROM pending WHERE session_id = ? ORDER BY id", (session_id,)
                 )
@@ -447,7 +460,7 @@ class SQLiteStore(Store):
         ).fetchone()
         if row is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(row)
+        record = self._epoch_record(session_id, row)
         baseline = self._baselines.get((record.baseline_id, row[9]))
         if baseline is None:
             segment_ids = parse_segments(session_id, row[9], number)
@@ -469,16 +482,11 @@ class SQLiteStore(Store):
                 " WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after),
             ).fetchall()
-        added = []
-        for seq, epoch, kind, body, snapshot_id, created, reply_text in rows:
-            where = f"message #{seq}"
-            reply = decode_reply(session_id, where, reply_text)
-            message = with_record(message_from_row(session_id, where, kind, body, seq, epoch), reply)
-            added.append(HistoryEntry(message, created, snapshot_id, reply))
+        added = [history_entry(session_id, *row) for row in rows]
         history = cached + added
         if added:
             self._histories[session_id] = history
-            self._charge(sum(len(row[3]) for row in rows))
+            self._charge(sum(len(entry.message.text) for entry in added))
         return list(history)
 
     def epochs(self, session_id: str) -> list[EpochRecord]:
@@ -487,7 +495,7 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
             ).fetchall()
-        return [self._epoch_record(row) for row in rows]
+        return [self._epoch_record(session_id, row) for row in rows]
 
     def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
         with self._read(session_id, "read a snapshot") as conn:
@@ -518,7 +526,7 @@ class SQLiteStore(Store):
             seq = self._next_seq(conn, session_id)
             promoted = []
             for offset, (pending_id, kind, body) in enumerate(rows):
-                message = message_from_row(session_id, f"pending input #{pending_id}", kind, body, None, None)
+                message = pending_message(session_id, pending_id, kind, body)
                 promoted.append(self._insert_message(conn, session_id, seq + offset, session.epoch, message))
             if rows:
                 conn.execute("DELETE FROM pending WHERE session_id = ? AND id <= ?", (session_id, rows[-1][0]))

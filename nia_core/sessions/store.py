@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nia_core.context import Snapshot
-from nia_core.sessions.errors import RevisionConflict, StoreError
+from nia_core.sessions.errors import CorruptRecord, RevisionConflict, StoreError
 from nia_core.sessions.messages import Message
 from nia_core.sessions.replies import ReplyRecord
 
@@ -41,6 +41,7 @@ __all__ = [
     "HistoryEntry",
     "PendingCompaction",
     "RevisionConflict",
+    "SessionListing",
     "SessionRecord",
     "SessionState",
     "Store",
@@ -131,6 +132,14 @@ class HistoryEntry:
     """For an ``assistant`` reply: model, token usage and stop reason (``None`` for rows before schema 2)."""
 
 
+@dataclass(frozen=True)
+class SessionListing:
+    """The sessions that read, and one :class:`CorruptRecord` (naming its session) per damaged row."""
+
+    sessions: tuple[SessionRecord, ...]
+    damaged: tuple[CorruptRecord, ...] = ()
+
+
 class Store(abc.ABC):
     """Durable sessions. See the module docstring for the rules every backend keeps."""
 
@@ -151,9 +160,13 @@ class Store(abc.ABC):
     def resolve(self, prefix: str) -> str:
         """The full id of the one session whose id starts with ``prefix``; raises :class:`UnknownSession`."""
 
-    @abc.abstractmethod
     def sessions(self) -> list[SessionRecord]:
-        """Every session, oldest first."""
+        """Every readable session, oldest first (damaged rows are left out: see :meth:`list_sessions`)."""
+        return list(self.list_sessions().sessions)
+
+    @abc.abstractmethod
+    def list_sessions(self) -> SessionListing:
+        """Every session, oldest first; a row that does not read is reported, not raised, so the rest list."""
 
     @abc.abstractmethod
     def state(self, session_id: str) -> SessionState:

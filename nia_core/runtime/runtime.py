@@ -1,0 +1,205 @@
+"""The runtime: plugin hosts, registry views, providers and the store, wired for boundaries and turns.
+
+Every door (``nia session send``, the workflows, the agent hooks, ``nia mcp``,
+an embedding program) asks a :class:`Runtime` for a boundary instead of
+wiring the host, the providers and the store itself, so they all share one
+path: registry -> observe -> reconcile -> admit -> render. It knows no click
+and prints nothing: warnings come back as data in the reports.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from nia_core.context import Location, LocationContext, SystemContext
+from nia_core.host import PluginHost, load_host
+from nia_core.project import Workflow, locate
+from nia_core.providers.base import DEFAULT_MODEL, StreamCallback
+from nia_core.providers.lookup import ProviderLookup, providers_at
+from nia_core.runtime.attached import attach
+from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
+from nia_core.sessions import (
+    Admitted,
+    ContextFor,
+    Message,
+    Replied,
+    SessionRecord,
+    Store,
+    Summarizer,
+    default_summary,
+    move,
+    pass_boundary,
+    run_turn,
+    start_over,
+)
+
+Where = Location | str | os.PathLike[str] | None
+"""A Location, or a directory inside one (``None``: the current directory)."""
+
+
+class Runtime:
+    """One process's wiring: a plugin host per project, a registry view per Location, reused by every boundary.
+
+    Opening a view per boundary would pile up views (and pluggy's historic
+    call record) in a long-lived process, so each Location gets one for the
+    runtime's lifetime. The store is the caller's: pass it to each call.
+    """
+
+    def __init__(
+        self, *, plugins_dirs: Sequence[str | Path] = (), flags: Sequence[str] = (), strict: bool = False
+    ) -> None:
+        self.plugins_dirs = tuple(str(p) for p in plugins_dirs)
+        self.flags = tuple(flags)
+        """Plugin switches for this runtime, ``no:NAME`` each (like ``nia -p no:NAME``)."""
+        self.strict = strict
+        """Turn any plugin failure into an error (:class:`~nia_core.host.PluginError`)."""
+        self._hosts: dict[Path, PluginHost] = {}
+        self._views: dict[Location, LocationContext] = {}
+        self._lock = threading.RLock()
+
+    # -- the pieces -------------------------------------------------------------------
+
+    def locate(self, where: Where = None) -> Location:
+        """The Location of a directory (the project root is found upward: ``.nia/``, else ``.git``)."""
+        return where if isinstance(where, Location) else locate(where)
+
+    def host(self, where: Where = None) -> PluginHost:
+        """The plugin host of the project at ``where``, loaded once per project."""
+        location = self.locate(where)
+        with self._lock:
+            host = self._hosts.get(location.root)
+            if host is None:
+                host = load_host(location, plugins_dirs=self.plugins_dirs, flags=self.flags, strict=self.strict)
+                self._hosts[location.root] = host
+            return host
+
+    def open(self, where: Where = None) -> tuple[PluginHost, LocationContext]:
+        """The host and the Location's registry view, opened once per Location."""
+        location = self.locate(where)
+        host = self.host(location)
+        with self._lock:
+            view = self._views.get(location)
+            if view is None:
+                view = self._views[location] = host.open(location)
+            return host, view
+
+    def context_for(self, location: str) -> SystemContext:
+        """The System Context at ``location`` as the plugin host assembles it: a :data:`ContextFor`."""
+        host, view = self.open(location)
+        return host.assemble(view).context
+
+    def providers(self, where: Where = None) -> ProviderLookup:
+        """``model -> Provider`` at ``where``: built-ins, the project's ``[providers]`` settings, plugins' providers.
+
+        Built per call, so an edited ``project.toml`` counts at the next turn.
+        """
+        location = self.locate(where)
+        return providers_at(location, self.host(location))
+
+    def summarizer(self, where: Where = None) -> Summarizer:
+        """The first ``nia_summarize`` answer of the plugins at ``where``, else the default summary."""
+
+        def summarize(messages: Sequence[Message]) -> str:
+            host = self.host(where)
+            answer = host.pm.hook.nia_summarize(messages=list(messages))
+            return answer if isinstance(answer, str) and answer.strip() else default_summary(messages)
+
+        return summarize
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def create_session(
+        self, store: Store, where: Where = None, model: str = DEFAULT_MODEL, *, session_id: str | None = None
+    ) -> SessionRecord:
+        """A new session at ``where`` (no epoch yet: its first boundary initializes one)."""
+        return store.create_session(str(self.locate(where).path), model, session_id=session_id)
+
+    def attach(
+        self, store: Store, host: str, host_session_id: str, where: Where = None, *, model: str | None = None
+    ) -> SessionRecord:
+        """The session of an outside host's conversation, created at ``where`` on first use.
+
+        See :func:`nia_core.runtime.attached.attach`.
+        """
+        return attach(store, host, host_session_id, str(self.locate(where).path), model=model)
+
+    def move(self, store: Store, session_id: str, where: Where) -> SessionRecord:
+        """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
+        return move(store, session_id, str(self.locate(where).path))
+
+    def boundary(self, store: Store, session_id: str, *, workflow: Workflow | None = None) -> BoundaryReport:
+        """One safe boundary without a provider call, for a door whose host owns the conversation.
+
+        Initializes the epoch when there is none (the report's ``text`` is
+        then the baseline), else reconciles and durably admits what changed
+        (``text`` is the mid-conversation system message, ``None`` when
+        nothing changed). The context is observed every time.
+        """
+        watch = Watch()
+        result = pass_boundary(store, session_id, self._watched(watch, workflow))
+        if isinstance(result, Admitted):
+            watch.admitted(result.admission)
+        self._finish(watch, store, session_id)
+        return BoundaryReport(result, watch.warnings())
+
+    def start_over(
+        self, store: Store, session_id: str, *, reason: str, workflow: Workflow | None = None
+    ) -> BoundaryReport:
+        """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
+
+        The report's ``text`` is the new baseline. When the context is
+        unavailable the result is ``Blocked``, the old epoch ends, and the
+        next :meth:`boundary` initializes.
+        """
+        watch = Watch()
+        result = start_over(store, session_id, self._watched(watch, workflow), reason=reason)
+        self._finish(watch, store, session_id)
+        return BoundaryReport(result, watch.warnings())
+
+    def turn(
+        self,
+        store: Store,
+        session_id: str,
+        text: str | None = None,
+        *,
+        stream: StreamCallback | None = None,
+        workflow: Workflow | None = None,
+        providers: ProviderLookup | None = None,
+    ) -> TurnReport:
+        """One turn: keep ``text`` pending, run the boundary, call the provider, store its reply.
+
+        The provider is checked before anything is stored, so an unknown
+        provider keeps nothing pending. Ordering and durability are
+        :func:`nia_core.sessions.run_turn`'s. ``providers``: a lookup the
+        caller already built (to check a model before creating the session).
+        ``workflow``: each boundary composes it in front of the plugins' sources.
+        """
+        record = store.state(session_id).session
+        if providers is None:
+            providers = self.providers(record.location)
+        providers.check(record.model)
+        watch = Watch()
+        result = run_turn(store, session_id, self._watched(watch, workflow), providers, text=text, stream=stream)
+        if isinstance(result, Replied):
+            watch.admitted(result.boundary.admission)
+        self._finish(watch, store, session_id)
+        return TurnReport(result, watch.warnings())
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _watched(self, watch: Watch, workflow: Workflow | None) -> ContextFor:
+        def context_for(location: str) -> SystemContext:
+            host, view = self.open(location)
+            return watch.assembled(host.assemble(view))
+
+        return workflow.context_for(context_for) if workflow is not None else context_for
+
+    def _finish(self, watch: Watch, store: Store, session_id: str) -> None:
+        try:
+            location = store.session(session_id).location
+            watch.broken_plugins(self.host(location))
+        except Exception:  # noqa: BLE001 - a report never fails the boundary it reports on
+            return
