@@ -18,6 +18,7 @@ import click
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, StoreError, db_url, open_store
 from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.projection import misplaced_input, unsettled_tool_calls
 
 
 class CheckFailed(NiaError):
@@ -165,6 +166,15 @@ def _problems(store: Store, session_id: str) -> list[str]:
             previous = update.snapshot_id
         if epoch.snapshot_id != previous:
             found.append(f"epoch {epoch.number}: its snapshot {epoch.snapshot_id[:12]} has no system message")
+    found += misplaced_input([entry.message for entry in history])
+    for message in state.pending:
+        if message.kind == "user" and not message.text.strip():
+            found.append("pending input with no text (it is never sent)")
+    waiting = unsettled_tool_calls([entry.message for entry in history])
+    if waiting and any(message.kind == "user" for message in state.pending):
+        found.append(
+            f"input is pending while tool results ({', '.join(waiting)}) are; requests move the results before it"
+        )
     promoted = Counter(
         (h.message.kind, h.message.text, h.message.tool_call_id)
         for h in history

@@ -139,7 +139,8 @@ def _installed_plugins() -> dict[str, epcache.EntryPointRecord]:
     help="Install a plugin under development from its folder, in editable mode (repeatable).",
 )
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade the packages if already installed.")
-def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was installed as JSON.")
+def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool, as_json: bool) -> None:
     """Install plugin packages with pip, into the environment nia runs in.
 
     PACKAGES are anything pip accepts: names, version specifiers, paths, URLs.
@@ -154,10 +155,19 @@ def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
         raise _fail("install", result)
-    if not any(line.startswith("Successfully installed") for line in result.stdout.splitlines()):
-        click.echo("Nothing new to install.")
+    installed = [
+        word
+        for line in result.stdout.splitlines()
+        if line.startswith("Successfully installed ")
+        for word in line.split()[2:]
+    ]
     after = _installed_plugins()
     added = sorted(name for name, record in after.items() if before.get(name) != record)
+    if as_json:
+        click.echo(json.dumps({"installed": installed, "plugins_added": added}, indent=2))
+        return
+    if not installed:
+        click.echo("Nothing new to install.")
     if added:
         click.echo("Plugins now available: " + ", ".join(added))
 
@@ -165,7 +175,10 @@ def install(packages: tuple[str, ...], editables: tuple[str, ...], upgrade: bool
 @plugins.command("uninstall")
 @click.argument("packages", nargs=-1, required=True)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def uninstall(packages: tuple[str, ...], yes: bool) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print what was uninstalled as JSON (the question goes to stderr)."
+)
+def uninstall(packages: tuple[str, ...], yes: bool, as_json: bool) -> None:
     """Uninstall plugin packages with pip.
 
     Each of PACKAGES is a distribution name or the name of a plugin it
@@ -187,7 +200,7 @@ def uninstall(packages: tuple[str, ...], yes: bool) -> None:
     )
     if not yes:
         what = ", ".join(distributions) + (f" (plugins: {', '.join(leaving)})" if leaving else "")
-        click.confirm(f"Uninstall {what}?", abort=True)
+        click.confirm(f"Uninstall {what}?", abort=True, err=as_json)
     result = _pip("uninstall", "--yes", *distributions)
     epcache.forget(ENTRY_POINT_GROUP)
     if result.returncode != 0:
@@ -198,7 +211,10 @@ def uninstall(packages: tuple[str, ...], yes: bool) -> None:
     removed = {_normalize(d) for d in distributions if any(name.startswith(_normalize(d) + "-") for name in said)}
     # Decided from pip's own report: an editable project's metadata stays importable in this process.
     gone = [name for name in leaving if _normalize(installed[name].distribution or "") in removed]
-    if gone:
+    if as_json and done:
+        uninstalled = [line.removeprefix("Successfully uninstalled ") for line in done]
+        click.echo(json.dumps({"uninstalled": uninstalled, "plugins_removed": gone}, indent=2))
+    elif gone:
         click.echo("Plugins removed: " + ", ".join(gone))
     refused = [line for line in lines if line.startswith(("Not uninstalling ", "Can't uninstall "))]
     if refused:

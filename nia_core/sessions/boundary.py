@@ -21,7 +21,7 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nia_core.context import DEFAULT_TIMEOUT
@@ -37,7 +37,7 @@ from nia_core.sessions.epochs import (
     ensure_epoch,
     new_epoch,
 )
-from nia_core.sessions.errors import RevisionConflict
+from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
@@ -126,7 +126,7 @@ def run_boundary(
     """Run steps 1-4 (see the module docstring)."""
     state = store.state(session_id)
     history = [entry.message for entry in store.history(session_id)]
-    if not state.pending and not awaits_reply(history):
+    if not awaits_reply([*history, *state.pending]):
         return Idle(session_id)
     unsettled = unsettled_tool_calls([*history, *state.pending])
     if unsettled:  # not a safe boundary yet: observe nothing, promote nothing
@@ -213,6 +213,22 @@ TurnResult = Replied | Blocked | AwaitingTools | Idle
 ProviderFor = Callable[[str], Provider]
 
 
+def refuse_input(session_id: str, text: str, conversation: Sequence[Message]) -> None:
+    """Raise :class:`RefusedInput` for user text that could never be sent, before it is stored.
+
+    Whitespace-only text (the providers reject it), and any text while the
+    last reply's tool calls wait for results: kept, it would sit between the
+    calls and their results, where no provider accepts it.
+    """
+    if not text.strip():
+        raise RefusedInput(session_id, "the input is empty (only whitespace)")
+    unsettled = unsettled_tool_calls(conversation)
+    if unsettled:
+        raise RefusedInput(
+            session_id, f"waiting for tool results ({', '.join(unsettled)}); send them before more input"
+        )
+
+
 def run_turn(
     store: Store,
     session_id: str,
@@ -230,9 +246,10 @@ def run_turn(
     :class:`ProviderError` naming the session; the input and any admitted
     system message stay durable and the next call retries with the same request.
     """
-    store.state(session_id)
-    store.history(session_id)
+    state = store.state(session_id)
+    history = store.history(session_id)
     if text is not None:
+        refuse_input(session_id, text, [*(entry.message for entry in history), *state.pending])
         store.enqueue(session_id, Message("user", text))
     result = run_boundary(store, session_id, context_for, timeout=timeout)
     if not isinstance(result, Ready):

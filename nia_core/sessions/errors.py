@@ -55,6 +55,16 @@ class UnsupportedDatabase(StoreError):
     exit_code = 2
 
 
+class RefusedInput(NiaError):
+    """Input that could never be sent (empty, or sent while tool results are pending); nothing was stored."""
+
+    exit_code = 2
+
+    def __init__(self, session_id: str, why: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id}: {why}; the input was not stored")
+
+
 class RevisionConflict(Exception):
     """An epoch write lost a compare-and-swap: re-read the session and retry.
 

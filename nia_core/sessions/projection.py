@@ -11,6 +11,11 @@ baseline made redundant or a summary stands for:
   the user input it answered (tool results and system updates stay);
 - everything else keeps its durable order, so newly promoted input and
   settled tool results come before the system message admitted after them.
+
+No stored state may make a session unsendable, so two states an older nia
+could store are lowered into requests every provider accepts: user input
+with no text is left out, and tool results stored after other input are
+moved up to follow the tool calls they answer (``nia db check`` reports both).
 """
 
 from __future__ import annotations
@@ -38,8 +43,49 @@ def project(session: SessionRecord, epoch: int | None, history: Iterable[Message
         if message.refused:
             rest = _reset_turn(rest)
             continue
+        if message.kind == "user" and not message.text.strip():
+            continue
         rest.append(message)
-    return summary + rest
+    return summary + _results_after_calls(rest)
+
+
+def _results_after_calls(messages: list[Message]) -> list[Message]:
+    """Move each tool result up to follow its call's reply (and its earlier results); a no-op in order."""
+    out: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        out.append(message)
+        index += 1
+        if message.kind != "assistant" or not message.tool_calls:
+            continue
+        ids = {call.id for call in message.tool_calls}
+        end = next((i for i in range(index, len(messages)) if messages[i].kind == "assistant"), len(messages))
+        window = messages[index:end]
+        results = [m for m in window if m.kind == "tool_result" and m.tool_call_id in ids]
+        out.extend(results)
+        out.extend(m for m in window if not (m.kind == "tool_result" and m.tool_call_id in ids))
+        index = end
+    return out
+
+
+def misplaced_input(history: Sequence[Message]) -> list[str]:
+    """What the projection has to mend in ``history`` (for ``nia db check``), one line per message."""
+    found: list[str] = []
+    waiting: set[str] = set()
+    for message in history:
+        if message.kind == "user" and not message.text.strip():
+            found.append(f"message #{message.seq}: user input with no text (left out of requests)")
+        if message.kind == "assistant":
+            waiting = {call.id for call in message.tool_calls}
+        elif message.kind == "tool_result":
+            waiting.discard(message.tool_call_id or "")
+        elif message.kind == "user" and waiting:
+            found.append(
+                f"message #{message.seq}: input stored while tool results were pending "
+                "(requests move the results before it)"
+            )
+    return found
 
 
 def _reset_turn(projected: list[Message]) -> list[Message]:
@@ -75,8 +121,10 @@ def unsettled_tool_calls(history: Sequence[Message]) -> tuple[str, ...]:
 
 
 def awaits_reply(history: Sequence[Message]) -> bool:
-    """Whether the conversation ends with something the model has not answered yet."""
+    """Whether the conversation ends with something the model has not answered yet (empty input is nothing)."""
     for message in reversed(history):
+        if message.kind == "user" and not message.text.strip():
+            continue
         if message.kind in ("user", "tool_result"):
             return True
         if message.kind == "assistant":

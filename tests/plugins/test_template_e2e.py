@@ -73,3 +73,9 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
 
     assert "Plugins removed: nia-notes" in sh(nia, "plugins", "uninstall", "--yes", "nia-notes", cwd=tmp_path, env=env)
     assert json.loads(sh(nia, "plugins", "list", "--json", cwd=project, env=env)) == []
+
+    # The same round trip, machine-readable: pip's own output stays on stderr.
+    added = json.loads(sh(nia, "plugins", "install", "--json", plugin, cwd=tmp_path, env=env))
+    assert added == {"installed": ["nia-notes-0.1.0"], "plugins_added": ["nia-notes"]}
+    gone = json.loads(sh(nia, "plugins", "uninstall", "--yes", "--json", "nia-notes", cwd=tmp_path, env=env))
+    assert gone == {"uninstalled": ["nia-notes-0.1.0"], "plugins_removed": ["nia-notes"]}
