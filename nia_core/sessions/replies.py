@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from nia_core.model import Message, Reply, Usage
 from nia_core.sessions.errors import CorruptRecord
-from nia_core.sessions.messages import Message, Reply, Usage
 
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 

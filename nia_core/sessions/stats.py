@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nia_core.model import Usage
 from nia_core.providers.pricing import Price, PriceTable
-from nia_core.sessions.messages import Usage
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import HistoryEntry
 
