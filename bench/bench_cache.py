@@ -24,7 +24,7 @@ that are a byte-identical prefix of the previous request; the tokens a cache
 with Anthropic's documented rules reads, writes and misses; and the cost at
 Anthropic's multipliers (cache write 1.25x, cache read 0.1x of base input).
 Dollar figures come from the same code as ``nia session stats``
-(:mod:`nia_core.sessions.stats` with the built-in price table): each request's
+(:mod:`nia_core.runtime.usage` with the built-in price table): each request's
 usage is what a session would store for it, priced as Claude Sonnet 4.5 and as
 gpt-4.1, beside what the same requests would cost with no cache hits.
 """
@@ -60,8 +60,8 @@ from nia_core.providers.cache import (
 )
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.pricing import PriceTable
+from nia_core.runtime.usage import Totals
 from nia_core.sessions.messages import Message, ModelRequest, ToolCall, Usage
-from nia_core.sessions.stats import Totals
 from nia_plugins import instructions
 from nia_plugins.date import date_source
 from nia_plugins.environment import environment_source

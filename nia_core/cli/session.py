@@ -22,6 +22,7 @@ from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import canonical_model
 from nia_core.providers.pricing import PriceTable, prices_at
+from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
 from nia_core.sessions import (
     Blocked,
     Contexts,
@@ -40,7 +41,6 @@ from nia_core.sessions import (
 )
 from nia_core.sessions.epochs import ReplaceOutcome
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.stats import session_totals, totals_json, totals_text, usage_json, usage_line
 from nia_core.sessions.store import SessionActivity
 
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]

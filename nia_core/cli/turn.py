@@ -12,8 +12,8 @@ from nia_core.cli.app import App
 from nia_core.errors import NiaError, UsageError
 from nia_core.project import Workflow
 from nia_core.providers.lookup import ProviderLookup
+from nia_core.runtime.usage import reported, usage_line
 from nia_core.sessions import Blocked, Replied, Store
-from nia_core.sessions.stats import reported, usage_line
 
 BLOCKED_EXIT = 3
 """Exit status when the context is blocked on unavailable sources (retry later)."""

@@ -122,7 +122,7 @@ def test_a_damaged_reply_record_names_the_session_and_row(tmp_path: Path, stored
 
 
 def test_the_usage_line_reads_as_the_issue_shows_it() -> None:
-    from nia_core.sessions.stats import usage_line
+    from nia_core.runtime.usage import usage_line
 
     assert usage_line(USAGE) == "12,345 in · 11,900 cached (96%) · 310 written · 210 out"
     assert usage_line(Usage()) == "0 in · 0 cached · 0 written · 0 out"
