@@ -54,15 +54,6 @@ class StatCache:
             self._entries[key] = (sig, data)
         return data
 
-    def stat_unchanged(self, path: str | os.PathLike[str]) -> bytes | None:
-        """The cached bytes if a ``stat`` shows the file unchanged, else ``None``."""
-        key = os.fspath(path)
-        cached = self._entries.get(key)
-        try:
-            return cached[1] if cached is not None and self._unchanged(key, cached) else None
-        except OSError:
-            return None
-
     def read_text(self, path: str | os.PathLike[str]) -> str:
         """Decoded text (UTF-8, undecodable bytes replaced); the same ``str`` while the file is unchanged."""
         key = os.fspath(path)
