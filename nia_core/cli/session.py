@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import DEFAULT_MODEL
@@ -51,10 +51,15 @@ class SessionError(NiaError):
 
 
 @contextlib.contextmanager
-def opened(ctx: click.Context, prefix: str | None = None) -> Iterator[tuple[Store, str]]:
-    """The store and the full session id; every store error names the session."""
+def opened(ctx: click.Context, prefix: str | None = None, *, create: bool = True) -> Iterator[tuple[Store, str]]:
+    """The store and the full session id; every store error names the session.
+
+    Commands that only read pass ``create=False``: they never create the database, its folder or its tables.
+    """
+    if prefix:
+        check_text(prefix, "the session id")
     try:
-        store = open_store()
+        store = open_store(create=create)
     except StoreError as exc:
         raise exc.about(prefix) if prefix else exc from None
     try:
@@ -106,8 +111,7 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     Without TEXT, retries input still pending (after a blocked or failed send).
     """
     app = App.of(ctx)
-    if text == "-":
-        text = sys.stdin.read()
+    text = read_stdin() if text == "-" else None if text is None else check_text(text, "the argument TEXT")
     with opened(ctx, session_id) as (store, full_id):
         send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
 
@@ -153,7 +157,7 @@ def _message_text(message: Message) -> str:
 @click.pass_context
 def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -> None:
     """Print the durable history (every message, every epoch), or with --model-view what the model sees."""
-    with opened(ctx, session_id) as (store, full_id):
+    with opened(ctx, session_id, create=False) as (store, full_id):
         state = store.state(full_id)
         history = store.history(full_id)
         record = state.session
@@ -277,7 +281,7 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 @click.pass_context
 def list_command(ctx: click.Context, as_json: bool) -> None:
     """List the sessions, oldest first."""
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
     records = listing.sessions
     if as_json:
