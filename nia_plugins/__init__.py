@@ -8,4 +8,5 @@ BUILTINS: dict[str, str] = {
     "nia-date": "nia_plugins.date",
     "nia-instructions": "nia_plugins.instructions",
     "nia-project": "nia_plugins.project",
+    "nia-git": "nia_plugins.git",
 }

@@ -17,7 +17,7 @@ from nia_core.context.system import Reconciliation
 
 if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
     from nia_core.host.reload import Baseline, DevSession, ReloadResult
-    from nia_core.host.watch import Batch, ChangeWatcher
+    from nia_core.host.watch import ChangeWatcher
 
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
@@ -91,31 +91,9 @@ def dev(
 
 def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debug: bool = False) -> None:
     """Reload after each batch of changes until interrupted; one reload at a time."""
-    try:
-        watcher.start()
-        watcher.ready.wait(10)
-        # Anything saved between loading and the watcher starting is caught by this full check.
-        reload(session, None, printer, debug=debug)
-        printer.watching(watcher)
-        while True:
-            batch = watcher.next_batch(timeout=0.5)
-            if batch is None or batch:
-                reload(session, batch, printer, debug=debug)
-    finally:
-        watcher.stop()
-        session.close()
+    from nia_core.host.follow import follow
 
-
-def reload(session: DevSession, batch: Batch, printer: Printer, *, debug: bool) -> None:
-    try:
-        result = session.reload(batch)
-    except Exception as exc:  # the watcher never dies on a plugin's error
-        if debug:
-            raise
-        printer.crash(exc)
-        return
-    if result is not None:
-        printer.result(result)
+    follow(session, watcher, printer.result, printer.crash, on_watching=printer.watching, debug=debug)
 
 
 class Printer:

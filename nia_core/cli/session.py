@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
@@ -34,6 +37,7 @@ from nia_core.sessions import (
     switch_model,
 )
 from nia_core.sessions.epochs import ReplaceOutcome
+from nia_core.sessions.store import SessionActivity
 
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
 
@@ -277,20 +281,120 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 
 
 @session.command("list")
+@click.option(
+    "--location",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Only sessions at DIR or in a folder below it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 @click.pass_context
-def list_command(ctx: click.Context, as_json: bool) -> None:
-    """List the sessions, oldest first."""
+def list_command(ctx: click.Context, location: str | None, as_json: bool) -> None:
+    """List the sessions, oldest first: messages, last activity, model, epoch and Location."""
+    within = _absolute(location) if location is not None else None
     with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
-    records = listing.sessions
+        activity = store.activity()
+    records = [r for r in listing.sessions if within is None or _is_within(r.location, within)]
     if as_json:
-        click.echo(json.dumps([_session_json(r) for r in records], indent=2, ensure_ascii=False))
+        rows = [_session_json(r) | _activity_json(activity.get(r.id)) for r in records]
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         for r in records:
             epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
-            click.echo(f"{r.id}  {r.created[:19].replace('T', ' ')}  {r.model}  {epoch}  {r.location}")
+            seen = activity.get(r.id)
+            count = f"{seen.messages} msg" if seen is not None else "? msg"
+            last = _when(seen.last_activity if seen is not None else r.created)
+            click.echo(f"{r.id}  {last}  {count}  {r.model}  {epoch}  {r.location}")
     if listing.damaged:  # the others are listed above; each damaged row is named, then the exit status says so
         for error in listing.damaged:
             click.echo(f"Error: {error}", err=True)
         raise ReportedDamage(f"{len(listing.damaged)} session(s) could not be read; see: nia db check")
+
+
+@session.command("delete")
+@click.argument("session_ids", metavar="ID...", nargs=-1, required=True)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def delete_command(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
+    """Delete sessions for good: their history, epochs and pending input."""
+    with opened(ctx) as (store, _):
+        full_ids = [store.resolve(prefix) for prefix in session_ids]
+        if not yes:
+            click.confirm(f"Delete {len(full_ids)} session(s) ({', '.join(full_ids)}) for good?", abort=True, err=True)
+        for full_id in full_ids:
+            try:
+                store.delete_session(full_id)
+            except StoreError as exc:
+                raise exc.about(full_id) from None
+            click.echo(f"Deleted session {full_id}")
+
+
+@session.command("prune")
+@click.option(
+    "--older-than",
+    "age",
+    required=True,
+    metavar="AGE",
+    help="Delete sessions with no activity for AGE: a number and a unit, e.g. 30d, 12h, 2w, 90m.",
+)
+@click.option("--location", type=click.Path(file_okay=False), default=None, help="Only sessions at or below DIR.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def prune_command(ctx: click.Context, age: str, location: str | None, dry_run: bool, yes: bool) -> None:
+    """Delete the sessions whose last activity is older than AGE."""
+    cutoff = (datetime.now(UTC) - _parse_age(age)).isoformat(timespec="milliseconds")
+    within = _absolute(location) if location is not None else None
+    with opened(ctx) as (store, _):
+        listing = store.list_sessions()
+        activity = store.activity()
+        stale = [
+            r.id
+            for r in listing.sessions
+            if (within is None or _is_within(r.location, within))
+            and (activity[r.id].last_activity if r.id in activity else r.created) < cutoff
+        ]
+        if not stale:
+            click.echo(f"No session has been idle for {age}.")
+            return
+        if dry_run:
+            for session_id in stale:
+                click.echo(f"Would delete session {session_id}")
+            return
+        if not yes:
+            click.confirm(f"Delete {len(stale)} session(s) idle for {age} for good?", abort=True, err=True)
+        for session_id in stale:
+            try:
+                store.delete_session(session_id)
+            except StoreError as exc:
+                raise exc.about(session_id) from None
+            click.echo(f"Deleted session {session_id}")
+
+
+_AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _parse_age(age: str) -> timedelta:
+    match = re.fullmatch(r"\s*(\d+)\s*([mhdw])\s*", age)
+    if match is None:
+        raise UsageError(f"--older-than {age!r}: give a whole number and a unit (m, h, d, w), e.g. 30d")
+    return timedelta(seconds=int(match.group(1)) * _AGE_UNITS[match.group(2)])
+
+
+def _absolute(directory: str) -> str:
+    return os.path.realpath(os.path.expanduser(directory))  # as Locations are stored: symlinks resolved
+
+
+def _is_within(location: str, folder: str) -> bool:
+    return location == folder or location.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _when(stamp: str) -> str:
+    return stamp[:19].replace("T", " ") if stamp else "?"
+
+
+def _activity_json(seen: SessionActivity | None) -> dict[str, Any]:
+    if seen is None:
+        return {"messages": None, "last_activity": None}
+    return {"messages": seen.messages, "last_activity": seen.last_activity}

@@ -114,6 +114,8 @@ class ReloadResult:
     outcome: Reconciliation | None = None
     """The reconcile result; ``None`` only when reconciling itself failed (see ``errors``)."""
     seconds: float = 0.0
+    assembly: Assembly | None = None
+    """The sources reconciled (with their contributors), for servers that render each source on its own."""
 
 
 @dataclass(frozen=True)
@@ -314,12 +316,16 @@ class DevSession:
 
     # -- reloading ------------------------------------------------------------------------
 
-    def reload(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> ReloadResult | None:
+    def reload(
+        self, paths: Iterable[str | os.PathLike[str]] | None = None, *, reobserve: bool = False
+    ) -> ReloadResult | None:
         """Reload what ``paths`` touch (everything when ``None``) and reconcile.
 
         Returns ``None`` when nothing that matters changed (a save that left
         the bytes as they were, a scratch file); otherwise the result, with
-        the snapshot already advanced.
+        the snapshot already advanced. ``reobserve`` reconciles even when no
+        plugin changed: a file a source reads (AGENTS.md) or a source that is
+        not a file (``nia mcp``'s periodic re-observation) may have.
         """
         with self._lock:
             started = time.perf_counter()
@@ -329,7 +335,7 @@ class DevSession:
             if changed is None or any(self._in_local_folder(p) for p in changed):
                 self._refresh_local_units()
             self._apply(changed, config_changed, plan)
-            if not (config_changed or plan.attempts or plan.unloaded or plan.errors or plan.loaded):
+            if not (reobserve or config_changed or plan.attempts or plan.unloaded or plan.errors or plan.loaded):
                 return None
             assembly = self._settle(plan)
             outcome, assembly = self._reconcile(assembly, plan)
@@ -348,6 +354,7 @@ class DevSession:
                 problems=tuple(str(p) for p in assembly.problems),
                 outcome=outcome,
                 seconds=time.perf_counter() - started,
+                assembly=assembly,
             )
 
     def _in_local_folder(self, path: Path) -> bool:

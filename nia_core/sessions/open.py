@@ -145,7 +145,7 @@ def open_postgres(url: str, *, create: bool = True) -> Store:
 def check_postgres_url(url: str) -> None:
     """What libpq would only report as an unreachable host, reported as the malformed URL it is."""
     try:
-        urlsplit(url).port
+        _ = urlsplit(url).port  # raises for a port that is not a number in range
     except ValueError:
         raise _malformed(url, "its port is not a whole number from 0 to 65535") from None
 

@@ -54,6 +54,8 @@ from nia_core.sessions.errors import (
 )
 from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
+    ACTIVITY_QUERY,
+    activity,
     baseline_from_texts,
     compaction_json,
     content_id,
@@ -74,6 +76,7 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    SessionActivity,
     SessionListing,
     SessionRecord,
     SessionState,
@@ -822,6 +825,25 @@ class PostgresStore(Store):
             return listing(tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id"))
 
         return self._run(None, "list the sessions", work, write=False)
+
+    def activity(self) -> dict[str, SessionActivity]:
+        return self._run(None, "read the sessions' activity", lambda tx: activity(tx.all(ACTIVITY_QUERY)), write=False)
+
+    def delete_session(self, session_id: str) -> None:
+        def work(tx: _Tx) -> None:
+            if tx.one("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (session_id,)) is None:
+                raise UnknownSession(f"no session {session_id!r} in {self.url}")
+            tables = tx.all(
+                "SELECT table_name::text FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND column_name = 'session_id' AND table_name <> 'sessions'"
+                " ORDER BY table_name"
+            )
+            for (table,) in tables:  # every table naming a session, whoever added it; then the session itself
+                tx.send(f'DELETE FROM "{table}" WHERE session_id = %s', (session_id,))
+            tx.send("DELETE FROM sessions WHERE id = %s", (session_id,))
+            tx.prove("deletion", "SELECT NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)", (session_id,))
+
+        self._run(session_id, "delete the session", work, write=True)
 
     def state(self, session_id: str) -> SessionState:
         def work(tx: _Tx) -> SessionState:

@@ -16,7 +16,14 @@ from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
 from nia_core.sessions.errors import CorruptRecord, RefusedInput
 from nia_core.sessions.messages import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.store import EpochRecord, HistoryEntry, PendingCompaction, SessionListing, SessionRecord
+from nia_core.sessions.store import (
+    EpochRecord,
+    HistoryEntry,
+    PendingCompaction,
+    SessionActivity,
+    SessionListing,
+    SessionRecord,
+)
 
 
 def content_id(text: str) -> str:
@@ -352,3 +359,24 @@ def listing(rows: Sequence[Sequence[Any]]) -> SessionListing:
         except CorruptRecord as exc:
             damaged.append(exc)
     return SessionListing(tuple(records), tuple(damaged))
+
+
+ACTIVITY_QUERY = (
+    "SELECT s.id, s.created,"
+    " (SELECT count(*) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT max(m.created) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT max(e.created) FROM epochs e WHERE e.session_id = s.id),"
+    " (SELECT max(p.created) FROM pending p WHERE p.session_id = s.id)"
+    " FROM sessions s"
+)
+"""Message count and the newest timestamps of every session: one statement, the same in both dialects."""
+
+
+def activity(rows: Sequence[Sequence[Any]]) -> dict[str, SessionActivity]:
+    """Rows of :data:`ACTIVITY_QUERY`; a damaged timestamp counts as no activity rather than failing the rest."""
+    found: dict[str, SessionActivity] = {}
+    for session_id, *stamps_and_count in rows:
+        created, count, *stamps = stamps_and_count
+        times = [s for s in (created, *stamps) if isinstance(s, str)]
+        found[str(session_id)] = SessionActivity(int(count or 0), max(times, default=""))
+    return found

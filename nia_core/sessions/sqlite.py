@@ -31,6 +31,8 @@ from nia_core.sessions.errors import (
 )
 from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
+    ACTIVITY_QUERY,
+    activity,
     baseline_from_texts,
     compaction_json,
     content_id,
@@ -51,6 +53,7 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    SessionActivity,
     SessionListing,
     SessionRecord,
     SessionState,
@@ -435,6 +438,26 @@ class SQLiteStore(Store):
         with self._read(None, "list the sessions") as conn:
             rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id").fetchall()
         return listing(rows)
+
+    def activity(self) -> dict[str, SessionActivity]:
+        with self._read(None, "read the sessions' activity") as conn:
+            return activity(conn.execute(ACTIVITY_QUERY).fetchall())
+
+    def delete_session(self, session_id: str) -> None:
+        with self._write(session_id, "delete the session") as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise UnknownSession(f"no session {session_id!r} in {self.path}")
+            tables = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c"
+                    " WHERE m.type = 'table' AND c.name = 'session_id' ORDER BY m.name"
+                )
+            ]
+            for table in tables:  # every table naming a session, whoever added it; then the session itself
+                conn.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        self._histories.pop(session_id, None)  # a later session may take the same id (attached sessions do)
 
     def state(self, session_id: str) -> SessionState:
         with self._read(session_id, "read the session") as conn:

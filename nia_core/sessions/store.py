@@ -40,6 +40,7 @@ __all__ = [
     "HistoryEntry",
     "PendingCompaction",
     "RevisionConflict",
+    "SessionActivity",
     "SessionListing",
     "SessionRecord",
     "SessionState",
@@ -130,6 +131,15 @@ class HistoryEntry:
 
 
 @dataclass(frozen=True)
+class SessionActivity:
+    """How much a session holds and when it last changed, for listing and pruning."""
+
+    messages: int
+    last_activity: str
+    """ISO-8601 UTC: the newest of its creation, messages, epochs and pending input."""
+
+
+@dataclass(frozen=True)
 class SessionListing:
     """The sessions that read, and one :class:`CorruptRecord` (naming its session) per damaged row."""
 
@@ -164,6 +174,17 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def list_sessions(self) -> SessionListing:
         """Every session, oldest first; a row that does not read is reported, not raised, so the rest list."""
+
+    @abc.abstractmethod
+    def activity(self) -> dict[str, SessionActivity]:
+        """Message count and last activity of every session, by id (damaged rows included)."""
+
+    @abc.abstractmethod
+    def delete_session(self, session_id: str) -> None:
+        """Remove the session and every row that names it; raises :class:`UnknownSession`.
+
+        Content-addressed texts and snapshots stay: other sessions may share them.
+        """
 
     @abc.abstractmethod
     def state(self, session_id: str) -> SessionState:

@@ -1,0 +1,108 @@
+"""What ``nia/git`` costs at a boundary on a 10,000-file repository, beside ``git status`` itself.
+
+Run: ``python bench/bench_git.py``. Prints one table (median of repeats, ms).
+The baseline is ``git status`` in the same run on the same repository: the
+naive way to keep a git status current is to run it at every boundary. The
+target: an unchanged observation costs under a tenth of one ``git status``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from nia_core import SystemContext, initialize, reconcile
+from nia_core.project import locate
+from nia_plugins.git import Settings, find_repository, git_source, nia_context_sources
+
+
+def git(root: Path, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    identity = ["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", *identity, *args], cwd=root, env=env, check=True, capture_output=True)
+
+
+def make_repository(root: Path, files: int) -> None:
+    git(root, "init", "-q", "-b", "main")
+    per_folder = 100
+    for index in range(files):
+        folder = root / f"d{index // per_folder:03d}"
+        if index % per_folder == 0:
+            folder.mkdir()
+        (folder / f"f{index % per_folder:03d}.py").write_text(f"VALUE = {index}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Ten thousand files")
+    (root / "d000" / "f000.py").write_text("VALUE = 'edited'\n")  # a working tree with a change in it
+
+
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def measure(root: Path, repeats: int) -> list[tuple[str, float]]:
+    location = locate(root)
+    repo = find_repository(str(location.path))
+    assert repo is not None
+    watching = git_source(repo, str(location.root), Settings(refresh=3600.0))
+    every_time = git_source(repo, str(location.root), Settings(refresh=0.0))
+    ctx = SystemContext([watching])
+    snapshot = initialize(ctx).snapshot
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+
+    def git_status() -> None:
+        subprocess.run(["git", "status"], cwd=root, env=env, check=True, capture_output=True)
+
+    def git_status_porcelain() -> None:
+        command = ["git", "--no-optional-locks", "status", "--porcelain=v2", "--branch", "-z"]
+        subprocess.run(command, cwd=root, env=env, check=True, capture_output=True)
+
+    return [
+        ("git status", median_ms(git_status, repeats)),
+        ("git --no-optional-locks status --porcelain=v2 --branch -z", median_ms(git_status_porcelain, repeats)),
+        ("nia/git load, nothing moved (stat only)", median_ms(watching.load, repeats * 20)),
+        ("nia/git reconcile, nothing moved", median_ms(lambda: reconcile(ctx, snapshot), repeats * 20)),
+        ("nia-git hook (finds the repository)", median_ms(lambda: nia_context_sources(location, {}), repeats * 20)),
+        ("nia/git load, refresh interval elapsed (runs git)", median_ms(every_time.load, repeats)),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--files", type=int, default=10_000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "repo"
+        root.mkdir()
+        make_repository(root, args.files)
+        rows = measure(root, args.repeats)
+    baseline = rows[0][1]
+    width = max(len(name) for name, _ in rows)
+    print(
+        f"nia/git on a {args.files:,}-file repository, median of {args.repeats} (ms); "
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
+    )
+    print(f"{'what':<{width}} | {'ms':>9} | {'vs git status':>13}")
+    for name, ms in rows:
+        print(f"{name:<{width}} | {ms:>9.3f} | {ms / baseline:>12.4f}x")
+    unchanged = rows[2][1]
+    verdict = "met" if unchanged < baseline / 10 else "NOT met"
+    print(f"target (unchanged observation < 1/10 of git status): {verdict}, {baseline / unchanged:,.0f}x cheaper")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Workflows from ``.nia/commands.toml`` as MCP prompts, assembled exactly as ``--print-prompt`` assembles them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nia_core.context import DEFAULT_TIMEOUT, Location, SystemContext, initialize
+from nia_core.errors import UsageError
+from nia_core.project.config import load_commands_config
+from nia_core.project.workflow import assemble_workflow
+
+
+@dataclass(frozen=True)
+class WorkflowPrompt:
+    target: str
+    operation: str
+    description: str
+    takes_input: bool
+
+    @property
+    def name(self) -> str:
+        """``TARGET OPERATION``, as the workflow is run: ``nia TARGET OPERATION``."""
+        return f"{self.target} {self.operation}"
+
+    @property
+    def input_help(self) -> str:
+        return f"The user input of `nia {self.name}` (what it takes as arguments or on stdin)."
+
+
+class Prompts:
+    """Reads commands.toml at every call: a workflow edited while serving is served as edited."""
+
+    def __init__(
+        self, location: Location, context: Callable[[], SystemContext], timeout: float = DEFAULT_TIMEOUT
+    ) -> None:
+        self.location = location
+        self.context = context
+        self.timeout = timeout
+
+    def workflows(self) -> list[WorkflowPrompt]:
+        """Every workflow; a commands.toml that does not validate raises its one-line ConfigError."""
+        commands = load_commands_config(self.location.root)
+        return [
+            WorkflowPrompt(target.name, op.name, op.description or target.description, op.user_input)
+            for target in commands.targets
+            for op in target.operations
+        ]
+
+    def render(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, str]:
+        """Workflow ``name``'s prompt, byte for byte what ``--print-prompt`` prints, and its description."""
+        target, _, operation = name.strip().partition(" ")
+        if not operation:
+            raise UsageError(f"unknown prompt {name!r}: prompts are named 'TARGET OPERATION'")
+        unknown = sorted(set(arguments) - {"input"})
+        if unknown:
+            raise UsageError(f"prompt {name!r} takes no argument {unknown[0]!r} (only 'input')")
+        user_input = arguments.get("input")
+        if user_input is not None and not isinstance(user_input, str):
+            raise UsageError(f"prompt {name!r}: 'input' must be text")
+        workflow = assemble_workflow(self.location, target, operation.strip(), user_input=user_input)
+        generation = initialize(workflow.compose(self.context()), timeout=self.timeout)
+        return generation.baseline, workflow.operation.description or workflow.target.description

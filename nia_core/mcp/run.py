@@ -1,0 +1,246 @@
+"""Running the server: stdio (the default) or streamable HTTP, until EOF, SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import ipaddress
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import anyio
+import mcp_types as types
+from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from nia_core.context import Location
+from nia_core.errors import UsageError
+from nia_core.host.watch import WatchSettings
+from nia_core.mcp.cursors import Cursors
+from nia_core.mcp.live import DEFAULT_INTERVAL, LiveContext
+from nia_core.mcp.prompts import Prompts
+from nia_core.mcp.server import NiaServer
+from nia_core.mcp.stdio import ClaimedStdio, claim_stdio
+from nia_core.sessions.open import open_store
+
+log = logging.getLogger("nia.mcp")
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+@dataclass(frozen=True)
+class Options:
+    location: Location
+    plugins_dirs: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    interval: float | None = DEFAULT_INTERVAL
+    watch: WatchSettings | None = None
+    http: tuple[str, int] | None = None
+    allow_remote: bool = False
+    allowed_hosts: tuple[str, ...] = field(default=())
+
+
+def build(options: Options) -> NiaServer:
+    """Load the plugins, render the first view and assemble the server (plugins run here)."""
+    live = LiveContext(
+        options.location,
+        plugins_dirs=options.plugins_dirs,
+        flags=options.flags,
+        interval=options.interval,
+        settings=options.watch,
+    ).open()
+    timeout = live.session.host.timeout
+    cursors = Cursors(open_store, str(options.location.path), live.context, timeout=timeout)
+    prompts = Prompts(options.location, live.context, timeout=timeout)
+    return NiaServer(live, cursors, prompts)
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+
+def serve_stdio(options: Options) -> None:
+    """Serve on stdin/stdout; the real descriptors are claimed before any plugin is imported."""
+    claimed = claim_stdio()
+    server: NiaServer | None = None
+    try:
+        server = build(options)
+        anyio.run(_stdio_main, server, claimed)
+    finally:
+        if server is not None:
+            server.live.stop()
+        claimed.release()
+
+
+class _Lines:
+    """Lines from the real stdin, read on a daemon thread: a blocked read never holds up shutdown."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+
+        def read() -> None:
+            text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+            try:
+                for line in text:
+                    loop.call_soon_threadsafe(self._queue.put_nowait, line)
+            except (OSError, ValueError):
+                pass
+            finally:
+                try:
+                    loop.call_soon_threadsafe(self._queue.put_nowait, None)
+                except RuntimeError:  # the loop is gone: nobody is listening
+                    pass
+
+        threading.Thread(target=read, name="nia-mcp-stdin", daemon=True).start()
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._queue.get()
+        if line is None:
+            raise StopAsyncIteration
+        return line
+
+
+async def _stdio_main(server: NiaServer, claimed: ClaimedStdio) -> None:
+    server.bind_loop()
+    server.live.start()
+    stdout: Any = anyio.wrap_file(io.TextIOWrapper(claimed.stdout, encoding="utf-8", newline="\n"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(_stop_on_signals, group.cancel_scope)
+        async with stdio_server(_Lines(claimed.stdin), stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            group.start_soon(_screen, read_stream, send, write_stream)
+            low = server._lowlevel_server
+            await low.run(receive, write_stream, low.create_initialization_options())
+        group.cancel_scope.cancel()  # EOF: the client is gone
+
+
+async def _screen(read_stream: Any, forward: Any, write_stream: Any) -> None:
+    """Answer a line that is not JSON-RPC with a protocol error (the SDK would drop it silently)."""
+    async with forward:
+        async for item in read_stream:
+            if not isinstance(item, Exception):
+                await forward.send(item)
+                continue
+            invalid_json = isinstance(item, ValidationError) and any(e["type"] == "json_invalid" for e in item.errors())
+            error = types.ErrorData(
+                code=types.PARSE_ERROR if invalid_json else types.INVALID_REQUEST,
+                message="Parse error: not JSON" if invalid_json else "Invalid request: not a JSON-RPC 2.0 message",
+            )
+            try:
+                await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+# -- streamable HTTP ---------------------------------------------------------------------------
+
+
+def parse_address(value: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:PORT`` for IPv6); the host defaults to 127.0.0.1."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        host, port = "", value
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise UsageError(f"--http {value!r}: expected [HOST:]PORT, e.g. 8765 or 127.0.0.1:8765") from None
+    if not 0 <= number <= 65535:
+        raise UsageError(f"--http {value!r}: port {number} is out of range")
+    return host, number
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def security(host: str, allowed_hosts: Iterable[str]) -> TransportSecuritySettings:
+    """Host and Origin checks against DNS rebinding: only names this server is reached by, only local origins.
+
+    A web page the user visits cannot talk to the server: its Origin is not
+    local (403), and a rebound DNS name does not pass the Host check (421).
+    """
+    names = [*LOOPBACK_NAMES]
+    if not is_loopback(host) and host not in ("0.0.0.0", "::"):
+        names.append(f"[{host}]" if ":" in host else host)
+    names += [name for name in allowed_hosts if name not in names]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names] + list(names),
+        allowed_origins=[f"http://{name}:*" for name in LOOPBACK_NAMES] + [f"http://{name}" for name in LOOPBACK_NAMES],
+    )
+
+
+def check_remote(options: Options) -> None:
+    assert options.http is not None
+    host = options.http[0]
+    if is_loopback(host):
+        return
+    if not options.allow_remote:
+        raise UsageError(
+            f"--http {host}: not a loopback address; nia mcp serves your project's whole context, "
+            "so it binds 127.0.0.1 unless you pass --allow-remote"
+        )
+
+
+def serve_http(options: Options) -> None:
+    check_remote(options)
+    assert options.http is not None
+    host, port = options.http
+    if not is_loopback(host):
+        print(
+            f"WARNING: nia mcp is listening on {host}:{port} with no authentication: anyone who can reach "
+            "this port reads this project's context (every source, every workflow prompt).",
+            file=sys.stderr,
+            flush=True,
+        )
+    server = build(options)
+    try:
+        anyio.run(_http_main, server, host, port, security(host, options.allowed_hosts))
+    finally:
+        server.live.stop()
+
+
+async def _http_main(server: NiaServer, host: str, port: int, settings: TransportSecuritySettings) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host=host, transport_security=settings)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+    web = uvicorn.Server(config)
+    server.bind_loop()
+    server.live.start()
+
+    async def announce() -> None:
+        while not web.started:
+            await anyio.sleep(0.02)
+        bound = [s.getsockname() for server_ in web.servers for s in server_.sockets]
+        shown = bound[0][1] if bound else port
+        name = f"[{host}]" if ":" in host else host
+        print(f"nia mcp: serving http://{name}:{shown}/mcp", file=sys.stderr, flush=True)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(announce)
+        await web.serve()
+        group.cancel_scope.cancel()

@@ -1,0 +1,163 @@
+"""Driving a real ``nia mcp`` with the SDK's own client: projects, servers, events with a timeout."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+NIA = [sys.executable, "-c", "from nia_core.cli import main; main()"]
+TIMEOUT = 20.0
+"""Generous: the machine is shared. A passing test waits tens of milliseconds per event."""
+QUIET = ("-p", "no:nia-date")
+"""The date changes at midnight; no test should see that."""
+
+
+def plugin_source(key: str, value: str, *, extra: str = "") -> str:
+    """A local plugin contributing one source ``key`` with value ``value`` (update and removal texts too)."""
+    return (
+        "from nia_core import ContextSource, hookimpl\n"
+        + textwrap.dedent(extra)
+        + "\n\n@hookimpl\ndef nia_context_sources(location):\n"
+        + f"    return [ContextSource(key={key!r}, load=lambda: {value!r}, "
+        + f"baseline=lambda v: {key!r} + ': ' + v, update=lambda old, new: {key!r} + ' is now ' + new, "
+        + f"removal=lambda v: {key!r} + ' is gone')]\n"
+    )
+
+
+def write(path: Path, text: str) -> None:
+    """Save like most editors do: a temporary file renamed over the original."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def make_project(root: Path, *, agents: str = "# Agents\n\nBe brief.\n", plugins: dict[str, str] | None = None) -> Path:
+    (root / ".nia" / "plugins").mkdir(parents=True, exist_ok=True)
+    (root / ".git").mkdir(exist_ok=True)
+    write(root / "AGENTS.md", agents)
+    for name, text in (plugins or {}).items():
+        write(root / ".nia" / "plugins" / f"{name}.py", text)
+    return root
+
+
+def server_args(project: Path, *extra: str) -> list[str]:
+    return [*NIA[1:], *QUIET, "mcp", "--location", str(project), "--interval", "0", *extra]
+
+
+@contextlib.asynccontextmanager
+async def stdio_client(project: Path, *extra: str, mode: str = "auto", **kwargs: Any) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=sys.executable, args=server_args(project, *extra), env=dict(os.environ))
+    async with Client(params, mode=mode, cache=None, read_timeout_seconds=TIMEOUT, **kwargs) as client:  # type: ignore[arg-type]
+        yield client
+
+
+def nia(*args: str, cwd: Path | None = None, input: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*NIA, *QUIET, *args], cwd=cwd, capture_output=True, text=True, timeout=60, input=input, env=dict(os.environ)
+    )
+
+
+class Events:
+    """Events a listening client heard, in order, with waiting."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def add(self, item: Any) -> None:
+        self.items.append(item)
+
+    async def wait(self, predicate: Callable[[list[Any]], bool], what: str) -> None:
+        with anyio.fail_after(TIMEOUT):
+            while not predicate(self.items):
+                await anyio.sleep(0.02)
+
+    async def settle(self, quiet: float = 1.0) -> None:
+        """Wait until nothing more arrives for ``quiet`` seconds (a storm would keep arriving)."""
+        count = -1
+        while count != len(self.items):
+            count = len(self.items)
+            await anyio.sleep(quiet)
+
+
+def uris(events: Sequence[Any]) -> list[str]:
+    """The URIs of the resource-updated events among ``events`` (listen events or legacy notifications)."""
+    found: list[str] = []
+    for event in events:
+        uri = getattr(event, "uri", None)
+        if uri is None and isinstance(event, types.ResourceUpdatedNotification):
+            uri = event.params.uri
+        if uri is not None:
+            found.append(str(uri))
+    return found
+
+
+def named(events: Sequence[Any], kind: type) -> int:
+    return sum(isinstance(event, kind) for event in events)
+
+
+@contextlib.asynccontextmanager
+async def listening(client: Client, **filters: Any) -> AsyncIterator[Events]:
+    """Open a ``subscriptions/listen`` stream and collect its events in the background."""
+    events = Events()
+    async with client.listen(**filters) as subscription, anyio.create_task_group() as group:
+
+        async def collect() -> None:
+            async for event in subscription:
+                events.add(event)
+
+        group.start_soon(collect)
+        yield events
+        group.cancel_scope.cancel()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(project: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A real ``nia mcp --http`` process; yields its URL once it serves."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *server_args(project, "--http", f"127.0.0.1:{port}", *extra)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"nia mcp --http exited: {process.stderr.read() if process.stderr else ''}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError("nia mcp --http did not start listening")
+            time.sleep(0.05)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
