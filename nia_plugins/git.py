@@ -47,7 +47,7 @@ class Settings:
     untracked: bool = True
     """Whether untracked files are looked for and counted."""
     timeout: float = 3.0
-    """Seconds each git process may take before it is killed."""
+    """Seconds the git calls of one observation may take together before they are killed."""
 
 
 def _number(config: dict[str, Any], name: str, default: float, *, integer: bool, positive: bool) -> Any:
@@ -325,12 +325,27 @@ def git_executable(worktree: str) -> str | None:
     return _which(os.environ.get("PATH", os.defpath), os.path.realpath(worktree))
 
 
-def run_git(git: str, repo: Repository, args: list[str], timeout: float) -> tuple[int, bytes, bytes]:
-    """Run one git command in the work tree; the whole process group is killed at the timeout."""
+@dataclass(frozen=True)
+class Budget:
+    """The time one observation's git calls share: together they never take longer than ``seconds``."""
+
+    seconds: float
+    deadline: float
+
+    @classmethod
+    def of(cls, seconds: float) -> Budget:
+        return cls(seconds, time.monotonic() + seconds)
+
+
+def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> tuple[int, bytes, bytes]:
+    """Run ``git ... NAME`` in the work tree; its whole process group is killed when the budget runs out."""
     import signal
     import subprocess
 
     command = [git, *SAFE_OPTIONS, "-C", repo.worktree, *args]
+    timeout = budget.deadline - time.monotonic()
+    if timeout <= 0:
+        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s")
     try:
         proc = subprocess.Popen(
             command,
@@ -350,7 +365,7 @@ def run_git(git: str, repo: Repository, args: list[str], timeout: float) -> tupl
         except OSError:
             proc.kill()
         proc.communicate()
-        raise GitTimedOut(f"`git {args[0]}` took longer than {timeout:g}s") from None
+        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s") from None
     return proc.returncode, out, err
 
 
@@ -359,7 +374,7 @@ def _first_line(err: bytes) -> str:
     return plain(lines[0]) if lines else ""
 
 
-def neutralizers(git: str, repo: Repository, timeout: float) -> list[str]:
+def neutralizers(git: str, repo: Repository, budget: Budget) -> list[str]:
     """``-c`` options switching off every filter driver and protocol the repository's config names.
 
     Filter drivers (``.gitattributes`` ``filter=NAME`` with ``filter.NAME.clean``)
@@ -367,10 +382,10 @@ def neutralizers(git: str, repo: Repository, timeout: float) -> list[str]:
     system) config are trusted; those from the repository's config are not.
     """
     args = ["config", "--null", "--name-only", "--show-scope", "--get-regexp", r"^(filter|protocol)\."]
-    code, out, _err = run_git(git, repo, args, timeout)
+    code, out, _err = run_git(git, repo, "config", args, budget)
     scoped = True
     if code == 129:  # git before 2.26 has no --show-scope: switch off every driver found
-        code, out, _err = run_git(git, repo, [a for a in args if a != "--show-scope"], timeout)
+        code, out, _err = run_git(git, repo, "config", [a for a in args if a != "--show-scope"], budget)
         scoped = False
     if code not in (0, 1):  # 1: nothing matched
         return []
@@ -585,7 +600,7 @@ class Observer:
         return tuple(_stat(path) for path in (*self._fixed, *self._refs))
 
     def __call__(self) -> Any:
-        if not self._lock.acquire(timeout=self.settings.timeout * 3 + 1):
+        if not self._lock.acquire(timeout=self.settings.timeout + 1):
             return UNAVAILABLE  # another observation of the same repository is stuck; it has its own timeout
         try:
             return self._observe()
@@ -630,11 +645,12 @@ class Observer:
         git = git_executable(repo.worktree)
         if git is None:
             raise GitFailed("no `git` executable was found on PATH")
-        options = neutralizers(git, repo, settings.timeout)
+        budget = Budget.of(settings.timeout)
+        options = neutralizers(git, repo, budget)
         args = [*options, "--work-tree", repo.worktree, "status", "--porcelain=v2", "--branch", "-z"]
         args += ["--no-renames", "--ignore-submodules=dirty", "--ignored=no", "--ahead-behind"]
         args += ["--untracked-files=normal" if settings.untracked else "--untracked-files=no", *self._scope]
-        code, out, err = run_git(git, repo, args, settings.timeout)
+        code, out, err = run_git(git, repo, "status", args, budget)
         if code != 0:
             detail = _first_line(err)
             if detail:
@@ -655,7 +671,7 @@ class Observer:
             refs.append(_ref_file(repo, "refs/remotes/" + parsed.upstream))
             refs.append(_ref_file(repo, "refs/heads/" + parsed.upstream))
         self._refs = tuple(ref for ref in refs if ref)
-        short, parents, subject = self._commit(git, parsed.oid) if parsed.oid else ("", (), "")
+        short, parents, subject = self._commit(git, parsed.oid, budget) if parsed.oid else ("", (), "")
         operations, rebased = _operations(repo)
         entries = [*parsed.conflicts, *parsed.tracked, *parsed.new]
         named = tuple(entries[: settings.paths])
@@ -680,13 +696,13 @@ class Observer:
             more=len(entries) - len(named),
         )
 
-    def _commit(self, git: str, oid: str) -> tuple[str, tuple[str, ...], str]:
+    def _commit(self, git: str, oid: str, budget: Budget) -> tuple[str, tuple[str, ...], str]:
         """HEAD's short id, parents and subject; asked of git once per commit."""
         known = self._commits.get(oid)
         if known is not None:
             return known
         args = ["log", "-1", "--no-show-signature", "--no-color", "--format=%h%x00%P%x00%s", oid, "--"]
-        code, out, _err = run_git(git, self.repo, args, self.settings.timeout)
+        code, out, _err = run_git(git, self.repo, "log", args, budget)
         if code != 0:
             return oid[:7], (), ""
         short, _, rest = out.decode("utf-8", "replace").rstrip("\n").partition("\0")
@@ -896,7 +912,7 @@ def git_source(repo: Repository, root: str, settings: Settings) -> ContextSource
         update=render_update,
         removal=render_removal,
         codec=GitStatusCodec(),
-        timeout=settings.timeout * 3 + 1,  # up to three git calls (config, status, log), each with its timeout
+        timeout=settings.timeout + 1,  # the git calls share settings.timeout; a second for the rest
         description="The git branch, HEAD and working tree of the repository the agent works in.",
     )
 

@@ -20,7 +20,7 @@ from nia_core.cli.app import App
 from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
-from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.providers.base import canonical_model
 from nia_core.sessions import (
     Blocked,
     Contexts,
@@ -93,16 +93,24 @@ def session() -> None:
 @click.option(
     "--location", type=click.Path(exists=True, file_okay=False), default=None, help="Working directory (default: .)."
 )
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="PROVIDER/MODEL.")
+@click.option(
+    "--model",
+    default=None,
+    help="PROVIDER/MODEL (aliases: openai/…, anthropic/…). Default: NIA_MODEL, else [session] model, else echo/echo.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the new session as JSON.")
 @click.pass_context
-def new(ctx: click.Context, location: str | None, model: str) -> None:
+def new(ctx: click.Context, location: str | None, model: str | None, as_json: bool) -> None:
     """Create a session and print its id. Its context is first observed at the first send."""
     runtime = App.of(ctx).runtime
     where = runtime.locate(location)
+    model = canonical_model(model) if model else runtime.default_model(where)
     runtime.providers(where).check(model)
+    for warning in runtime.model_warnings(where, model):
+        click.echo(f"Warning: {warning}", err=True)
     with opened(ctx) as (store, _):
         record = runtime.create_session(store, where, model)
-    click.echo(record.id)
+    click.echo(json.dumps(_session_json(record), indent=2) if as_json else record.id)
 
 
 @session.command("send")
@@ -262,8 +270,12 @@ def compact_command(ctx: click.Context, session_id: str) -> None:
 def switch_model_command(ctx: click.Context, session_id: str, model: str) -> None:
     """Switch to MODEL (PROVIDER/MODEL); the conversation stays, a fresh context epoch starts."""
     runtime = App.of(ctx).runtime
+    model = canonical_model(model)
     with opened(ctx, session_id) as (store, full_id):
-        runtime.providers(store.state(full_id).session.location).check(model)
+        location = store.state(full_id).session.location
+        runtime.providers(location).check(model)
+        for warning in runtime.model_warnings(location, model):
+            click.echo(f"Warning: {warning}", err=True)
         outcome = switch_model(store, full_id, model, Contexts(runtime.context_for))
         _report(outcome, f"Session {full_id} now uses {model}")
 

@@ -31,7 +31,7 @@ from nia_core.project.config import (
 )
 from nia_core.project.toml import ConfigError
 from nia_core.project.workflow import Workflow, assemble_workflow
-from nia_core.providers.base import DEFAULT_MODEL
+from nia_core.providers.base import canonical_model
 
 
 @click.group("workflows")
@@ -186,7 +186,7 @@ START_MESSAGE = "Carry out the task described in the system context."
 """The first user turn of a workflow session: the task and its input are already in the baseline."""
 
 
-def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | None) -> None:
+def run_session(app: App, workflow: Workflow, model: str | None, session_prefix: str | None) -> None:
     """Send one turn of a workflow session: a new one, or ``--session ID`` to continue.
 
     Every boundary composes the workflow's sections in front of the plugins'
@@ -207,7 +207,10 @@ def run_session(app: App, workflow: Workflow, model: str, session_prefix: str | 
                 )
             text = workflow.user_input or "Continue."
         else:
+            model = canonical_model(model) if model else app.runtime.default_model(where)
             providers.check(model)
+            for warning in app.runtime.model_warnings(where, model):
+                click.echo(f"Warning: {warning}", err=True)
             session_id = app.runtime.create_session(store, workflow.location, model).id
             text = START_MESSAGE
         click.echo(f"session {session_id}", err=True)
@@ -238,7 +241,11 @@ def _operation_command(target: Target, operation: Operation) -> click.Command:
             help="Render the prompt as Markdown or XML (default: [project] prompt_format, else md).",
         ),
         click.Option(["--verbose", "-v"], is_flag=True, help="Show every file included or skipped, and why."),
-        click.Option(["--model"], default=DEFAULT_MODEL, show_default=True, help="PROVIDER/MODEL for a new session."),
+        click.Option(
+            ["--model"],
+            default=None,
+            help="PROVIDER/MODEL for a new session (default: NIA_MODEL, else [session] model, else echo/echo).",
+        ),
         click.Option(["--session"], metavar="ID", default=None, help="Continue this workflow session."),
     ]
     if operation.user_input:

@@ -82,6 +82,8 @@ class ProjectConfig:
     keep_transactions: int = DEFAULT_KEEP_TRANSACTIONS
     exists: bool = False
     """Whether ``.nia/project.toml`` exists at all."""
+    session_model: str | None = None
+    """``[session] model``: the model of new sessions here, unless ``--model`` or ``NIA_MODEL`` says otherwise."""
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,14 @@ def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
         keep = reader.get(table, "keep_transactions", where, int, DEFAULT_KEEP_TRANSACTIONS)
         if keep < 1:
             reader.fail(where.key("keep_transactions"), f"must be at least 1, not {keep}")
-    return ProjectConfig(info, context, commit, tuple(services), keep, exists=True)
+    session_model = None
+    if "session" in data:
+        where = root.table("session")
+        table = reader.table(data["session"], where, ("model",))
+        session_model = reader.string(table, "model", where) or None
+        if session_model is not None and not re.fullmatch(r"[^/\s]+/\S+", session_model):
+            reader.fail(where.key("model"), f"must be PROVIDER/MODEL, not {session_model!r}")
+    return ProjectConfig(info, context, commit, tuple(services), keep, exists=True, session_model=session_model)
 
 
 def _commands(reader: _Reader, data: dict[str, Any]) -> CommandsConfig:

@@ -35,6 +35,16 @@ class Provider(Protocol):
         ...
 
 
+PROVIDER_ALIASES = {"openai": "openai-chat", "anthropic": "anthropic-messages"}
+"""Short provider names people type; a session stores the full one."""
+
+
+def canonical_model(model: str) -> str:
+    """``anthropic/claude-sonnet-4-5`` -> ``anthropic-messages/claude-sonnet-4-5``; other models unchanged."""
+    provider, name = split_model(model)
+    return f"{PROVIDER_ALIASES.get(provider, provider)}/{name}"
+
+
 def split_model(model: str) -> tuple[str, str]:
     """``("anthropic-messages", "claude-sonnet-4-5")`` from ``anthropic-messages/claude-sonnet-4-5``."""
     provider, sep, name = model.partition("/")

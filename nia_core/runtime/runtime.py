@@ -17,7 +17,7 @@ from pathlib import Path
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
 from nia_core.project import Workflow, locate
-from nia_core.providers.base import DEFAULT_MODEL, StreamCallback
+from nia_core.providers.base import DEFAULT_MODEL, StreamCallback, canonical_model, split_model
 from nia_core.providers.lookup import ProviderLookup, providers_at
 from nia_core.runtime.attached import attach
 from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
@@ -99,6 +99,28 @@ class Runtime:
         location = self.locate(where)
         return providers_at(location, self.host(location))
 
+    def default_model(self, where: Where = None) -> str:
+        """The model of a new session at ``where``: ``NIA_MODEL``, else ``[session] model``, else ``echo/echo``.
+
+        A ``project.toml`` that does not load is an error here (naming file and line): a session must not
+        silently start on another model than the one the project asks for.
+        """
+        chosen = os.environ.get("NIA_MODEL", "").strip()
+        if not chosen:
+            from nia_core.project.config import load_project_config
+
+            chosen = load_project_config(self.locate(where).root).session_model or ""
+        return canonical_model(chosen or DEFAULT_MODEL)
+
+    def model_warnings(self, where: Where, model: str) -> list[str]:
+        """What will make the first request with ``model`` fail, said before it is sent (a missing API key)."""
+        provider = self.providers(where)(model)
+        settings = getattr(provider, "settings", None)
+        if settings is not None and not getattr(settings, "api_key", None):
+            variable = getattr(settings, "api_key_env", "the API key variable")
+            return [f"{variable} is not set: requests to {split_model(model)[0]} will be sent without an API key"]
+        return []
+
     def summarizer(self, where: Where = None) -> Summarizer:
         """The first ``nia_summarize`` answer of the plugins at ``where``, else the default summary."""
 
@@ -114,8 +136,11 @@ class Runtime:
     def create_session(
         self, store: Store, where: Where = None, model: str = DEFAULT_MODEL, *, session_id: str | None = None
     ) -> SessionRecord:
-        """A new session at ``where`` (no epoch yet: its first boundary initializes one)."""
-        return store.create_session(str(self.locate(where).path), model, session_id=session_id)
+        """A new session at ``where`` (no epoch yet: its first boundary initializes one).
+
+        ``model`` may use a provider alias (``anthropic/…``, ``openai/…``); the session stores the full name.
+        """
+        return store.create_session(str(self.locate(where).path), canonical_model(model), session_id=session_id)
 
     def attach(
         self, store: Store, host: str, host_session_id: str, where: Where = None, *, model: str | None = None

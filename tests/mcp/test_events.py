@@ -133,3 +133,30 @@ def test_an_older_revision_subscribes_and_gets_notifications(tmp_path):
             assert OTHER not in [str(r.uri) for r in (await client.list_resources()).resources]
 
     anyio.run(main)
+
+
+def test_sources_that_are_not_project_files_are_observed_every_interval(tmp_path):
+    outside = tmp_path / "service-state.txt"  # not under the project: no file event announces it
+    outside.write_text("green")
+    reader = f"""
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="svc/state", load=lambda: Path({str(outside)!r}).read_text(),
+                          baseline=lambda v: "service is " + v)]
+"""
+    project = make_project(tmp_path / "p", plugins={"svc": reader})
+    state = "nia://source/svc/state"
+
+    async def main() -> None:
+        async with stdio_client(project, "--interval", "0.3") as client:
+            async with listening(client, resource_subscriptions=[state, CONTEXT]) as events:
+                outside.write_text("red")
+                await events.wait(lambda e: state in uris(e), "the periodic re-observation")
+                await events.settle()
+                assert sorted(uris(events.items)) == sorted([CONTEXT, state])  # once, though observed many times
+            assert (await client.read_resource(state)).contents[0].text == "service is red"
+
+    anyio.run(main)

@@ -604,7 +604,9 @@ def test_a_git_that_hangs_is_killed_at_the_timeout(tmp_path, repo, nia_project, 
 
     chat = conversation(nia_project.location, timeout=0.3)
 
-    assert chat.baseline == "Git: the status of this repository is not available (`git config` took longer than 0.3s)."
+    assert chat.baseline == (
+        "Git: the status of this repository is not available (`git config` did not answer within 0.3s)."
+    )
 
 
 def test_git_stopping_mid_session_keeps_what_the_model_knows(tmp_path, repo, nia_project, monkeypatch):
@@ -660,3 +662,56 @@ def test_paths_relative_to_a_project_holding_the_repository(tmp_path):
     baseline = BoundaryDriver(locate(project / "vendor" / "lib")).conversation(nia_plugins.git).baseline
 
     assert "  - `vendor/lib/a.txt` (modified)" in baseline
+
+
+def test_a_git_that_hangs_mid_session_leaves_the_model_with_what_it_knows(tmp_path, repo, nia_project, monkeypatch):
+    chat = conversation(nia_project.location, refresh=0, timeout=2)
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    (folder / "git").write_text(f"#!/bin/sh\nexec {shutil.which('sleep')} 30\n")
+    (folder / "git").chmod(0o755)
+
+    monkeypatch.setenv("PATH", str(folder))
+    hung = chat.boundary()
+
+    assert "- Branch: `main` (no upstream)" in chat.baseline
+    assert hung.kind == "unchanged"  # unavailable for now: stale-while-revalidate, nothing said
+
+
+def test_discovery_stops_at_git_ceiling_directories(tmp_path, monkeypatch):
+    outer = Repo.init(tmp_path / "outer")
+    outer.commit("Outer")
+    inner = outer.root / "inner"
+    (inner / ".nia").mkdir(parents=True)
+
+    seen = BoundaryDriver(locate(inner)).conversation(nia_plugins.git).assemble().context.keys
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(outer.root))
+    stopped = BoundaryDriver(locate(inner)).conversation(nia_plugins.git).assemble().context.keys
+
+    assert (seen, stopped) == (("nia/git",), ())
+
+
+def test_a_location_inside_a_real_submodule_reports_the_submodule(tmp_path):
+    library = Repo.init(tmp_path / "library")
+    library.commit("Library start", **{"lib.py": "x = 1\n"})
+    app = Repo.init(tmp_path / "app")
+    app.commit("App start", **{"app.py": "y = 2\n", ".nia/project.toml": "[plugins.nia-git]\nrefresh = 0\n"})
+    app.git("submodule", "add", "-q", str(library.root), "vendor/library")
+    app.commit("Add the library")
+    sub = app.root / "vendor" / "library"
+    (sub / "lib.py").write_text("x = 3\n")
+
+    baseline = BoundaryDriver(locate(sub)).conversation(nia_plugins.git).baseline
+    dirty = BoundaryDriver(locate(app.root)).conversation(nia_plugins.git).baseline
+    Repo(sub).commit("Library change")
+    moved = BoundaryDriver(locate(app.root)).conversation(nia_plugins.git).baseline
+
+    assert (sub / ".git").is_file()
+    assert lines_of(baseline)[1:] == [
+        "- Branch: `main` (up to date with `origin/main`)",
+        f"- HEAD: `{Repo(sub).short('HEAD~1')}` Library start",
+        "- Working tree: 1 changed path (1 modified):",
+        "  - `vendor/library/lib.py` (modified)",  # relative to the project root, the app's
+    ]
+    assert lines_of(dirty)[-1] == "- Working tree: clean"  # never looked into: no git runs in a submodule
+    assert lines_of(moved)[-1] == "  - `vendor/library` (modified)"  # its checked-out commit moved
