@@ -11,8 +11,8 @@ import threading
 from collections.abc import Callable
 
 from nia_core.errors import UsageError
+from nia_core.model import Provider, split_model
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.base import Provider, split_model
 from nia_core.providers.echo import EchoProvider
 from nia_core.providers.openai_chat import OpenAIChatProvider
 

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
+from nia_core.model import DEFAULT_MODEL, StreamCallback, split_model
 from nia_core.project import Workflow, locate
-from nia_core.providers.base import DEFAULT_MODEL, StreamCallback, canonical_model, split_model
+from nia_core.providers.base import canonical_model
 from nia_core.providers.lookup import ProviderLookup, providers_at
 from nia_core.runtime.attached import attach
 from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nia_core.context import DEFAULT_TIMEOUT
-from nia_core.providers.base import Provider, ProviderError, StreamCallback
+from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.sessions.epochs import (
     Admission,
     Blocked,
@@ -38,7 +38,6 @@ from nia_core.sessions.epochs import (
     new_epoch,
 )
 from nia_core.sessions.errors import RefusedInput, RevisionConflict
-from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.store import SessionState, Store
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from nia_core.about import DISTRIBUTION
 from nia_core.context import Snapshot
+from nia_core.model import Message
 from nia_core.sessions.errors import (
     CorruptRecord,
     DatabaseFull,
@@ -52,7 +53,6 @@ from nia_core.sessions.errors import (
     UnknownSession,
     UnsupportedDatabase,
 )
-from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from nia_core.sessions.messages import Message, ModelRequest
+from nia_core.model import Message, ModelRequest
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
+from nia_core.model import MESSAGE_KINDS, Message, ToolCall
 from nia_core.sessions.errors import CorruptRecord, RefusedInput
-from nia_core.sessions.messages import MESSAGE_KINDS, Message, ToolCall
 from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,

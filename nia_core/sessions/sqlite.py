@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.context import Snapshot
+from nia_core.model import Message
 from nia_core.sessions.errors import (
     CorruptRecord,
     DatabaseFull,
@@ -29,7 +30,6 @@ from nia_core.sessions.errors import (
     StoreError,
     UnknownSession,
 )
-from nia_core.sessions.messages import Message
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nia_core.context import Snapshot
+from nia_core.model import Message
 from nia_core.sessions.errors import CorruptRecord, RevisionConflict, StoreError
-from nia_core.sessions.messages import Message
 
 __all__ = [
     "ActiveEpoch",
