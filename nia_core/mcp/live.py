@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.context import Location, SystemContext
-from nia_core.host.follow import follow, project_files
+from nia_core.host.follow import follow, project_files, user_config_folder
 from nia_core.host.reload import DevSession, ReloadResult
 from nia_core.host.watch import ChangeWatcher, WatchSettings
 from nia_core.mcp.view import ContextView, build_view
@@ -95,12 +95,14 @@ class LiveContext:
     def start(self) -> None:
         """Follow the project on a thread of its own until :meth:`stop`."""
         session = self.session
-        roots = session.location.root
+        extra = [user_config_folder()]
+        if _is_project(session.location.root):
+            extra.insert(0, session.location.root)
 
         def watch_roots() -> list[Path]:
-            return [*session.watch_roots(), roots]
+            return [*session.watch_roots(), *extra]  # a folder that does not exist yet is picked up when it appears
 
-        watcher = ChangeWatcher(watch_roots, project_files(session), self.settings)
+        watcher = ChangeWatcher(watch_roots, project_files(session, extra), self.settings)
         self._thread = threading.Thread(
             target=follow,
             args=(session, watcher, self._on_result, self._on_crash),
@@ -170,3 +172,14 @@ class LiveContext:
             return hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return ""
+
+
+def _is_project(root: Path) -> bool:
+    """Whether to watch ``root`` recursively: a real project (``.nia`` or ``.git``), never a home or ``/``.
+
+    Outside a project (``nia mcp`` started in a plain folder) the sources are
+    re-observed every interval instead of watching a tree of unknown size.
+    """
+    if root == Path(root.anchor) or root == Path.home():
+        return False
+    return (root / ".nia").is_dir() or (root / ".git").exists()

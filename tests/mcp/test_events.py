@@ -160,3 +160,20 @@ def nia_context_sources(location):
             assert (await client.read_resource(state)).contents[0].text == "service is red"
 
     anyio.run(main)
+
+
+def test_the_user_global_agents_md_is_watched_too(tmp_path, isolated_environment):
+    project = make_project(tmp_path / "p")
+    global_agents = isolated_environment / ".config" / "nia" / "AGENTS.md"
+    write(global_agents, "# Everywhere\n\nUse metric units.\n")
+
+    async def main() -> None:
+        async with stdio_client(project) as client, listening(client, resource_subscriptions=[AGENTS]) as events:
+            assert "Use metric units." in (await client.read_resource(AGENTS)).contents[0].text
+            write(global_agents, "# Everywhere\n\nUse imperial units.\n")
+            await events.wait(lambda e: AGENTS in uris(e), "the global AGENTS.md update")
+            await events.settle()
+            assert uris(events.items) == [AGENTS]
+            assert "Use imperial units." in (await client.read_resource(AGENTS)).contents[0].text
+
+    anyio.run(main)
