@@ -489,7 +489,7 @@ def parse_status(out: bytes, relative: Any) -> _Parsed:
         elif kind == "u":
             fields = record.split(" ", 10)
             parsed.conflicted += 1
-            parsed.conflicts.append((relative(fields[-1]), f"in conflict ({CONFLICTS.get(fields[1], 'unmerged')})"))
+            parsed.conflicts.append((relative(fields[-1]), f"in conflict: {CONFLICTS.get(fields[1], 'unmerged')}"))
         elif kind == "?":
             parsed.untracked += 1
             parsed.new.append((relative(record[2:]), "untracked"))
@@ -839,9 +839,11 @@ def _tree_change(old: GitStatus, new: GitStatus) -> str:
         groups: dict[str, list[str]] = {}
         for path, label in new.entries:
             if path not in before:
-                groups.setdefault(label, []).append(path)
+                groups.setdefault(label.split(":")[0], []).append(path)  # conflicts of every kind together
         for label, paths in groups.items():
-            if label == "untracked":
+            if label == "in conflict":
+                phrases.append(f"{_n_files(len(paths))} now in conflict ({_names(paths)})")
+            elif label == "untracked":
                 phrases.append(f"{len(paths)} new untracked {_n_files(len(paths)).split(' ', 1)[1]} ({_names(paths)})")
             else:
                 phrases.append(f"{_n_files(len(paths))} {label} since the last message ({_names(paths)})")

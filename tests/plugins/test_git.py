@@ -195,10 +195,7 @@ def test_a_merge_conflict_names_the_merge_and_the_conflicted_paths(repo, nia_pro
     repo.git("merge", "--abort")
     aborted = chat.boundary().text
 
-    assert merging == (
-        "A merge is now in progress.\n"
-        "Working tree: 1 file in conflict (both modified) since the last message (`app.py`)."
-    )
+    assert merging == ("A merge is now in progress.\nWorking tree: 1 file now in conflict (`app.py`).")
     assert aborted == "The merge is no longer in progress.\nThe working tree is clean again."
 
 
@@ -212,7 +209,7 @@ def test_a_conflict_shows_in_a_baseline_with_the_operation(repo, nia_project):
     baseline = conversation(nia_project.location).baseline
 
     assert "- In progress: a merge" in baseline
-    assert "- Working tree: 1 changed path (1 conflicted):\n  - `app.py` (in conflict (both modified))" in baseline
+    assert "- Working tree: 1 changed path (1 conflicted):\n  - `app.py` (in conflict: both modified)" in baseline
 
 
 def test_cherry_pick_revert_rebase_and_bisect_are_named(repo, nia_project):
@@ -298,7 +295,15 @@ def test_upstream_ahead_and_behind(tmp_path, repo, nia_project):
     clone.git("fetch", "-q")
     diverged = chat.boundary().text
 
+    clone.git("push", "-q", "origin", "main:gone")
+    clone.git("branch", "-q", "--set-upstream-to=origin/gone")
+    chat.boundary()
+    repo.git("branch", "-q", "-D", "gone")
+    clone.git("fetch", "-q", "--prune")
+    gone = chat.boundary().text
+
     assert "- Branch: `main` (up to date with `origin/main`)" in chat.baseline
+    assert gone == "The upstream of `main`, `origin/gone`, is gone."
     assert ahead.endswith("`main` is now 1 ahead, 0 behind `origin/main` (was up to date with `origin/main`).")
     assert diverged == "`main` is now 1 ahead, 1 behind `origin/main` (was 1 ahead, 0 behind `origin/main`)."
 
