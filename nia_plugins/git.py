@@ -593,7 +593,7 @@ class Observer:
 
     def _relative(self, path: str) -> str:
         if self._strip and path.startswith(self._strip):
-            path = path[len(self._strip) :]
+            path = path[len(self._strip) :] or "./"  # the project folder itself, untracked as a whole
         return quoted(self._prepend + path)
 
     def signature(self) -> tuple[Any, ...]:
@@ -656,7 +656,7 @@ class Observer:
             if detail:
                 log.warning("%s: git status said: %s", KEY, detail)
             if "dubious ownership" in detail:
-                raise GitFailed("git refuses to read this repository: it belongs to another user (safe.directory)")
+                raise GitFailed("git refuses to read this repository: it belongs to another user (see safe.directory)")
             if "not a git repository" in detail:
                 raise GitFailed("git does not recognise the `.git` here as a repository")
             raise GitFailed(f"`git status` failed with exit status {code}")

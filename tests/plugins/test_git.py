@@ -720,3 +720,18 @@ def test_a_location_inside_a_real_submodule_reports_the_submodule(tmp_path):
     ]
     assert lines_of(dirty)[-1] == "- Working tree: clean"  # never looked into: no git runs in a submodule
     assert lines_of(moved)[-1] == "  - `vendor/library` (modified)"  # its checked-out commit moved
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to hand the repository over")
+def test_a_repository_owned_by_another_user_is_refused_with_a_reason(repo, nia_project):
+    for folder, dirs, files in os.walk(repo.root):
+        for name in [*dirs, *files, "."]:
+            os.lchown(os.path.join(folder, name), 54321, 54321)
+
+    chat = conversation(nia_project.location)
+
+    assert chat.history[-1].kind == "replaced"
+    assert chat.baseline == (
+        "Git: the status of this repository is not available "
+        "(git refuses to read this repository: it belongs to another user (see safe.directory))."
+    )
