@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.context import Generation
+from nia_core.project.generated import ignore_generated
 from nia_core.project.merge import ContextFile, Merged, Skip
 from nia_core.project.prompt import CONTEXT_FILES, PROJECT_FILES, file_key
 from nia_core.project.workflow import Workflow
@@ -134,6 +135,7 @@ def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path:
     """Write ``entry`` as a new log and as ``latest.json``, then prune to ``keep`` logs; the new log's path."""
     folder = log_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
+    ignore_generated(root)
     data = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
     stamp = dt.datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).strftime("%Y%m%dT%H%M%S.%fZ")
     temp = _write_temp(folder, data)
