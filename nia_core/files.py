@@ -1,78 +1,299 @@
-"""Reading files only when a ``stat`` says they changed.
+"""The one way nia reads a file from a project: open first, then check what was opened.
 
-File-backed loaders run at every boundary; most of the time nothing changed,
-so a ``stat`` (about 2 µs) replaces a read, and the loader hands back the very
-same object as last time, which the engine compares by identity for free.
+Every reader of project files (context files and folders, AGENTS.md, the
+``.nia/*.toml`` files) goes through :func:`read_checked`, so the rules hold for
+all of them at once:
+
+- the file is opened before anything is decided about it (``O_NOFOLLOW`` on
+  the canonical path, ``O_NONBLOCK`` so a FIFO cannot hang the open,
+  ``O_CLOEXEC``), then the *opened* file is checked with ``fstat``: it must be
+  a regular file, and it must be the file at a real path inside the project
+  root (the kernel's name for the descriptor, else the device and inode of the
+  real path taken after the open). A swap between a check and the open cannot
+  slip another file in;
+- at most ``limit + 1`` bytes are read from the descriptor, so a file that
+  grows while it is read, a 3 GB file or ``/dev/zero`` is never read whole;
+- size and binary limits are applied by the callers to the bytes read, never
+  to an earlier ``stat``.
+
+:class:`StatCache` keeps the hot path cheap: an unchanged file costs one
+``stat`` and hands back the very same object as last time (which the engine
+compares by identity). It only ever caches bytes that passed the checks.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 import threading
+from dataclasses import dataclass
+from functools import lru_cache
 
-Signature = tuple[int, int, int, int]
+Signature = tuple[int, int, int, int, int]
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_PROC_FD = "/proc/self/fd/" if sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd") else None
+_CHUNK = 1024 * 1024
 
 
-def signature(stat: os.stat_result) -> Signature:
+def signature(info: os.stat_result) -> Signature:
     """What must stay equal for a file's bytes to be taken as unchanged."""
-    return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+    return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
+
+
+def inside(path: str, root: str) -> bool:
+    """Whether the canonical ``path`` is ``root`` or lies below it."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+_SYSTEM_FOLDERS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/opt", "/srv", "/var")
+_KERNEL_FOLDERS = ("/dev", "/proc", "/sys", "/run")
+
+
+def realm(path: str) -> str:
+    """Where an outside path lies, in words that reveal no file name (for refusal warnings).
+
+    The full outside path is never printed: a link's target can itself be a
+    secret (a token in a file name, a private folder layout), and a warning may
+    end up in a log or a bug report.
+    """
+    home = os.path.realpath(os.path.expanduser("~"))
+    if path == os.sep:
+        return "the file-system root"
+    if home != os.sep and inside(path, home):
+        return "the home folder"
+    if any(inside(path, folder) for folder in _KERNEL_FOLDERS):
+        return "a device or kernel file"
+    if any(inside(path, folder) for folder in _SYSTEM_FOLDERS):
+        return "a system folder"
+    return "outside the project"
+
+
+class Refused(OSError):
+    """A file that must not be read: it escapes the project, or is not a regular file.
+
+    ``problem`` is one clause (``"is a symlink to outside the project (the
+    home folder)"``, ``"is not a regular file"``); it names no outside path.
+    """
+
+    def __init__(self, problem: str, *, transient: bool = False) -> None:
+        super().__init__(errno.EPERM, problem)
+        self.problem = problem
+        self.transient = transient
+        """Whether the file changed while it was opened (a race): retry later rather than leave it out."""
+
+
+@dataclass(frozen=True)
+class Content:
+    """What was read from one opened and checked file."""
+
+    data: bytes
+    """At most ``limit + 1`` bytes; more than ``limit`` means the file is oversize."""
+    size: int
+    """The size ``fstat`` gave for the opened file (at least ``len(data)``)."""
+    oversize: bool
+    real: str
+    """The real path that was checked."""
+    sig: Signature
+    """The opened file's signature (from ``fstat``), matching the bytes read."""
+
+
+def outside_clause(target: str) -> str:
+    """The clause refusing a path whose real ``target`` lies outside the project (no outside name)."""
+    where = realm(target)
+    if where == "outside the project":
+        return "resolves outside the project"
+    return f"resolves to {where}, outside the project"
+
+
+def _kernel_name(fd: int) -> str | None:
+    """The kernel's own name for what ``fd`` is open on (Linux), else ``None``."""
+    if _PROC_FD is None:
+        return None
+    try:
+        name = os.readlink(_PROC_FD + str(fd))
+    except OSError:
+        return None
+    return name if name.startswith(os.sep) and not name.endswith(" (deleted)") else None
+
+
+def _opened_is(fd: int, info: os.stat_result, real: str, root: str) -> bool:
+    """Whether descriptor ``fd`` (stat ``info``) is the file at ``real`` (inside ``root``)."""
+    if _kernel_name(fd) == real:
+        return True
+    now = os.path.realpath(real)
+    if now != real or not inside(now, root):
+        return False
+    try:
+        again = os.stat(now)
+    except OSError:
+        return False
+    return (again.st_dev, again.st_ino) == (info.st_dev, info.st_ino)
+
+
+@lru_cache(maxsize=256)
+def _real_root(root: str) -> str:
+    return os.path.realpath(root)
+
+
+def read_fd(fd: int, limit: int | None) -> bytes:
+    """Up to ``limit + 1`` bytes from ``fd`` (everything when ``limit`` is ``None``)."""
+    want = None if limit is None else limit + 1
+    chunks: list[bytes] = []
+    got = 0
+    while want is None or got < want:
+        chunk = os.read(fd, _CHUNK if want is None else min(_CHUNK, want - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | None, limit: int | None) -> Content:
+    """Open ``path``, check the opened file, read at most ``limit + 1`` bytes.
+
+    ``root`` is the project root the file's real path must lie in (``None``
+    only for files the user put outside any project, like the global
+    AGENTS.md). Raises :class:`Refused` for a file that escapes ``root`` or is
+    not a regular file, and ``OSError`` like :func:`open` otherwise.
+
+    The usual path (a canonical path, on Linux) costs an ``open``, an
+    ``fstat``, a ``readlink`` of ``/proc/self/fd/N`` and the reads: the
+    kernel's name for the opened file is what is checked against ``root``.
+    A path whose last component is a symlink is resolved first, checked, and
+    opened by its real path; where the kernel gives no name, the real path is
+    resolved after the open and its device and inode compared with the
+    opened file's.
+    """
+    given = os.fspath(path)
+    base = None if root is None else _real_root(os.fspath(root))
+    fd, real = _open(given, base)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("is not a regular file")
+        if base is not None and real is None:
+            name = _kernel_name(fd)
+            if name is not None and not inside(name, base):  # a folder on the way is a symlink out
+                again = os.path.realpath(given)
+                raise Refused(outside_clause(name), transient=inside(again, base))  # inside now: it was swapped
+            if name is None:
+                real = os.path.realpath(given)
+                if not inside(real, base):
+                    raise Refused(outside_clause(real))
+                if not _opened_is(fd, info, real, base):
+                    raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
+            else:
+                real = name
+        elif base is not None and real is not None and not _opened_is(fd, info, real, base):
+            raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
+        data = read_fd(fd, limit)
+    finally:
+        os.close(fd)
+    size = max(info.st_size, len(data))
+    return Content(data, size, limit is not None and len(data) > limit, real or given, signature(info))
+
+
+def _open(given: str, base: str | None) -> tuple[int, str | None]:
+    """A descriptor on ``given`` (never following a symlink as its last component), and its real path if known.
+
+    When ``given`` itself is a symlink, it is resolved and checked against
+    ``base`` before its target is opened; a target outside is refused unopened.
+    """
+    try:
+        return os.open(given, _OPEN_FLAGS), None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+    real = os.path.realpath(given)  # the last component is a symlink
+    if base is not None and not inside(real, base):
+        raise Refused(outside_clause(real))
+    try:
+        return os.open(real, _OPEN_FLAGS), real
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # swapped again since it was resolved
+            raise Refused("changed into a symlink while it was opened", transient=True) from None
+        raise
 
 
 class StatCache:
-    """A cache of file contents keyed by path, re-read when the stat signature changes.
+    """Checked file contents keyed by path, re-read when the ``stat`` signature changes.
 
     An unchanged file costs one ``stat`` and hands back the very same object
-    as last time; a changed one is opened, and its signature taken from the
-    open file (``fstat``), so what is cached matches the bytes read.
+    as last time; a changed one goes through :func:`read_checked`, and its
+    signature is taken from the opened file (``fstat``), so what is cached
+    matches the bytes read. A read that fails the checks drops the entry, so a
+    refused file's content is never handed out.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[Signature, bytes]] = {}
-        self._texts: dict[str, tuple[Signature, str]] = {}
+        self._entries: dict[tuple[str, str | None, int | None], tuple[Signature, Content]] = {}
+        self._texts: dict[tuple[str, str | None, int | None], tuple[Signature, str]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
     def _unchanged(key: str, cached: tuple[Signature, object] | None) -> bool:
         if cached is None:
             return False
-        stat = os.stat(key)  # raises OSError like open() would
-        return (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino) == cached[0]
+        return signature(os.stat(key)) == cached[0]  # raises OSError like open() would
 
-    def _read(self, key: str) -> tuple[Signature, bytes]:
-        with open(key, "rb") as handle:
-            sig = signature(os.fstat(handle.fileno()))
-            return sig, handle.read()
-
-    def read_bytes(self, path: str | os.PathLike[str]) -> bytes:
-        """The file's bytes; raises ``OSError`` like :func:`open`."""
+    def read(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> Content:
+        """The checked :class:`Content` of ``path`` (see :func:`read_checked`); cached while unchanged."""
         key = os.fspath(path)
-        cached = self._entries.get(key)
-        if cached is not None and self._unchanged(key, cached):
-            return cached[1]
-        sig, data = self._read(key)
+        base = None if root is None else os.fspath(root)
+        slot = (key, base, limit)
+        cached = self._entries.get(slot)
+        try:
+            if cached is not None and self._unchanged(key, cached):
+                return cached[1]
+            content = read_checked(key, base, limit)
+        except OSError:
+            self.forget(key)
+            raise
         with self._lock:
-            self._entries[key] = (sig, data)
-        return data
+            self._entries[slot] = (content.sig, content)
+        return content
 
-    def stat_unchanged(self, path: str | os.PathLike[str]) -> bytes | None:
+    def read_bytes(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> bytes:
+        """The file's bytes (at most ``limit + 1``); raises ``OSError`` like :func:`open`."""
+        return self.read(path, root=root, limit=limit).data
+
+    def stat_unchanged(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> bytes | None:
         """The cached bytes if a ``stat`` shows the file unchanged, else ``None``."""
         key = os.fspath(path)
-        cached = self._entries.get(key)
+        cached = self._entries.get((key, None if root is None else os.fspath(root), limit))
         try:
-            return cached[1] if cached is not None and self._unchanged(key, cached) else None
+            return cached[1].data if cached is not None and self._unchanged(key, cached) else None
         except OSError:
             return None
 
-    def read_text(self, path: str | os.PathLike[str]) -> str:
+    def read_text(
+        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
+    ) -> str:
         """Decoded text (UTF-8, undecodable bytes replaced); the same ``str`` while the file is unchanged."""
         key = os.fspath(path)
-        cached = self._texts.get(key)
-        if cached is not None and self._unchanged(key, cached):
-            return cached[1]
-        sig, data = self._read(key)
-        text = data.decode("utf-8", errors="replace")
+        base = None if root is None else os.fspath(root)
+        slot = (key, base, limit)
+        cached = self._texts.get(slot)
+        try:
+            if cached is not None and self._unchanged(key, cached):
+                return cached[1]
+        except OSError:
+            self.forget(key)
+            raise
+        content = self.read(key, root=base, limit=limit)
+        text = content.data.decode("utf-8", errors="replace")
         with self._lock:
-            self._texts[key] = (sig, text)
+            self._texts[slot] = (content.sig, text)
         return text
 
     def forget(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -80,6 +301,70 @@ class StatCache:
             if path is None:
                 self._entries.clear()
                 self._texts.clear()
-            else:
-                self._entries.pop(os.fspath(path), None)
-                self._texts.pop(os.fspath(path), None)
+                return
+            key = os.fspath(path)
+            for table in (self._entries, self._texts):
+                for slot in [slot for slot in table if slot[0] == key]:
+                    del table[slot]
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_folder_inside(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool = True) -> int:
+    """A descriptor on the folder ``root/parts...``, which is checked to lie inside ``root``.
+
+    Each folder is opened relative to the one before it with ``O_NOFOLLOW``
+    (and created when missing, if ``create``), so what nia writes through the
+    descriptor (``dir_fd=``) lands inside the project even when a folder on the
+    way is swapped for a symlink. A folder that *is* a symlink is followed only
+    when its real path lies inside ``root``; otherwise :class:`Refused` names
+    the folder and the realm of its target. The caller closes the descriptor.
+    """
+    base = os.path.realpath(root)
+    fd = os.open(base, _DIR_FLAGS)
+    here = base
+    try:
+        for part in parts:
+            if part in ("", ".", "..") or os.sep in part:
+                raise ValueError(f"not a plain folder name: {part!r}")
+            shown = os.path.relpath(os.path.join(here, part), base)
+            try:
+                step = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made by a concurrent run, or a symlink appeared: the open below decides
+                step = _open_step(fd, part, here, base, shown)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    raise
+                step = _open_step(fd, part, here, base, shown)
+            os.close(fd)
+            fd = step
+            here = os.path.join(here, part)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_step(fd: int, part: str, here: str, base: str, shown: str) -> int:
+    """Open ``part`` under ``fd``; a symlink only when its real target is a folder inside ``base``."""
+    try:
+        return os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise
+    target = os.path.realpath(os.path.join(here, part))
+    if not inside(target, base):
+        raise Refused(f"{shown} is a symlink that {outside_clause(target)}")
+    step = os.open(target, _DIR_FLAGS | _NOFOLLOW)
+    if not _opened_is(step, os.fstat(step), target, base):
+        os.close(step)
+        raise Refused(f"{shown} changed while it was opened (a symlink swapped in)", transient=True)
+    return step

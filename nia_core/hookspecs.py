@@ -15,8 +15,7 @@ if TYPE_CHECKING:
     import click
 
     from nia_core.context import ContextSource, Location, LocationContext
-    from nia_core.providers.base import Provider
-    from nia_core.sessions.messages import Message
+    from nia_core.model import Message, Provider
 
 
 @hookspec
@@ -89,7 +88,7 @@ def nia_providers(location: Location, config: dict[str, Any]) -> list[Provider] 
     A provider serves every model named ``NAME/MODEL`` where ``NAME`` is its
     ``name`` (lowercase letters, digits, ``-``; the built-in names ``echo``,
     ``openai-chat`` and ``anthropic-messages`` are taken). It implements
-    :class:`nia_core.providers.base.Provider`: ``lower(request) -> dict``, pure
+    :class:`nia_core.Provider`: ``lower(request) -> dict``, pure
     and byte-deterministic, and ``send(request, stream=None) -> Reply``, which
     raises ``ProviderError`` on failure. ``config`` is this plugin's own table
     in ``.nia/project.toml`` (``[plugins.NAME]``), or ``{}``. Called when a

@@ -6,6 +6,7 @@ import platform
 from typing import Any
 
 from nia_core import ContextSource, Location, hookimpl
+from nia_core.project.paths import escape_name
 
 NIA_NAMESPACE = "nia"
 
@@ -13,8 +14,8 @@ NIA_NAMESPACE = "nia"
 def _render(value: dict[str, Any]) -> str:
     return (
         "Environment:\n"
-        f"- Working directory: {value['cwd']}\n"
-        f"- Project root: {value['root']}\n"
+        f"- Working directory: {escape_name(value['cwd'])}\n"  # a folder name must not forge a heading
+        f"- Project root: {escape_name(value['root'])}\n"
         f"- Git repository: {'yes' if value['git'] else 'no'}\n"
         f"- Platform: {value['platform']}"
     )

@@ -4,18 +4,33 @@ Order: the user-global file (``$XDG_CONFIG_HOME/nia/AGENTS.md``, by default
 ``~/.config/nia/AGENTS.md``) first, then every ``AGENTS.md`` from the working
 directory up to the project root, nearest first. Symlinks are followed and
 files deduplicated by real path. A file over the byte budget is cut at a UTF-8
-boundary with a visible marker (and a warning), never silently.
+boundary with a visible marker (and a warning), never silently; only the bytes
+the budget needs are read.
+
+Path security: every AGENTS.md below the user-global one is read through the
+checked reader confined to the project root, so an AGENTS.md (or a folder on
+its way) that is a symlink to a file outside the project is left out with a
+warning naming the link and where it points (the home folder, a system
+folder, ...), never its content; the rest of the instructions still load. A
+FIFO, a device or a binary file is left out the same way. The user-global
+file is exempt from the root check (the user put it there) but not from the
+others.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
+from nia_core.files import Refused, inside, outside_clause
+from nia_core.project.binary import SNIFF_BYTES, binary_content
+from nia_core.project.paths import escape_name
+from nia_core.project.sections import warn_once
 
 NIA_NAMESPACE = "nia"
 DEFAULT_MAX_BYTES = 32 * 1024
@@ -30,24 +45,39 @@ def global_instructions() -> Path:
     return Path(config_home) / "nia" / FILENAME
 
 
-def candidates(location: Location) -> list[tuple[str, str]]:
-    """``(label, real path)`` of each AGENTS.md in effect, in order, deduplicated by real path."""
-    paths = [global_instructions()]
+def candidates(location: Location) -> list[tuple[str, str, str | None]]:
+    """``(label, real path, confining root)`` of each AGENTS.md in effect, in order, deduplicated by real path.
+
+    An AGENTS.md whose real path lies outside the project root is left out
+    with a warning (the global file has no confining root).
+    """
+    root = str(location.root)
+    paths: list[tuple[Path, str | None]] = [(global_instructions(), None)]
     folder = location.path
     while True:
-        paths.append(folder / FILENAME)
+        paths.append((folder / FILENAME, root))
         if folder == location.root or folder.parent == folder:
             break
         folder = folder.parent
     seen: set[str] = set()
     found = []
-    for path in paths:
-        if not os.path.exists(path):
+    for path, confine in paths:
+        if not os.path.lexists(path):
             continue
         real = os.path.realpath(path)
+        if confine is not None and not inside(real, os.path.realpath(confine)):
+            warn_once(f"nia/instructions: {escape_name(str(path))} {outside_clause(real)}: left out (not read)")
+            continue
+        try:
+            info = os.stat(real)
+        except OSError:
+            continue  # a dangling symlink inside the project: nothing to read
+        if not stat.S_ISREG(info.st_mode):
+            warn_once(f"nia/instructions: {escape_name(str(path))} is not a regular file: left out (not read)")
+            continue
         if real not in seen:
             seen.add(real)
-            found.append((str(path), real))
+            found.append((str(path), real, confine))
     return found
 
 
@@ -62,7 +92,7 @@ def cut(data: bytes, budget: int) -> tuple[str, bool]:
 
 
 def _body(value: list[dict[str, Any]]) -> str:
-    return "\n\n".join(f"## {item['path']}\n\n{item['text']}" for item in value)
+    return "\n\n".join(f"## {escape_name(item['path'])}\n\n{item['text']}" for item in value)
 
 
 def render_baseline(value: list[dict[str, Any]]) -> str:
@@ -81,29 +111,44 @@ def render_removal(_previous: list[dict[str, Any]]) -> str:
 
 
 @lru_cache(maxsize=64)
-def instructions_source(files: tuple[tuple[str, str], ...], budget: int) -> ContextSource:
+def instructions_source(files: tuple[tuple[str, str, str | None], ...], budget: int) -> ContextSource:
     """One source per set of files, so an unchanged set keeps its identity (and its caches)."""
-    last: dict[str, Any] = {"data": None, "value": None}
+    last: dict[str, Any] = {"contents": None, "value": None}
 
     def load() -> Any:
         contents = []
-        for label, real in files:
+        for label, real, root in files:
             try:
-                contents.append(_files.read_bytes(real))
+                contents.append(_files.read(real, root=root, limit=budget))
+            except Refused as exc:
+                if exc.transient:
+                    log.warning("nia/instructions: %s %s: retried later", escape_name(label), exc.problem)
+                    return UNAVAILABLE
+                warn_once(f"nia/instructions: {escape_name(label)} {exc.problem}: left out")
+                contents.append(None)
             except OSError as exc:
-                log.warning("nia/instructions: cannot read %s: %s", label, exc.strerror or exc)
+                log.warning("nia/instructions: cannot read %s: %s", escape_name(label), exc.strerror or exc)
                 return UNAVAILABLE
-        if last["data"] is not None and all(a is b for a, b in zip(last["data"], contents, strict=True)):
+        previous = last["contents"]
+        if previous is not None and all(a is b for a, b in zip(previous, contents, strict=True)):
             return last["value"]
         value = []
-        for (label, _real), data in zip(files, contents, strict=True):
-            text, truncated = cut(data, budget)
+        for (label, _real, _root), content in zip(files, contents, strict=True):
+            if content is None:
+                continue
+            if binary_content(content.data[:SNIFF_BYTES]):
+                log.warning("nia/instructions: %s is a binary file: left out", escape_name(label))
+                continue
+            text, truncated = cut(content.data, budget)
             if truncated:
-                log.warning("nia/instructions: %s is %d bytes, cut to the %d-byte budget", label, len(data), budget)
-                text += f"\n\n[... truncated by nia: {label} is {len(data)} bytes, over the {budget}-byte budget ...]"
+                shown = escape_name(label)
+                log.warning("nia/instructions: %s is %d bytes, cut to the %d-byte budget", shown, content.size, budget)
+                text += (
+                    f"\n\n[... truncated by nia: {shown} is {content.size} bytes, over the {budget}-byte budget ...]"
+                )
             value.append({"path": label, "text": text, "truncated": truncated})
         result = tuple(value)
-        last["data"], last["value"] = contents, result
+        last["contents"], last["value"] = contents, result
         return result
 
     return ContextSource(

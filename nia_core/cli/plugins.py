@@ -62,6 +62,9 @@ def list_plugins(ctx: click.Context, as_json: bool, include_builtins: bool, loca
         logging.getLogger("nia").setLevel(logging.ERROR)
     host = _load(app, where)
     health.check(host, where)
+    from nia_core.providers.lookup import check_plugin_providers  # only this command pays for the HTTP clients
+
+    check_plugin_providers(where, host)
     infos = host.infos(include_builtins=include_builtins)
     if as_json:
         click.echo(json.dumps([{**info.to_json(), "status": _status(info)} for info in infos], indent=2))

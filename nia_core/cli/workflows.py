@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from nia_core.project.config import (
     load_commands_config,
     load_project_config,
 )
-from nia_core.project.toml import ConfigError
+from nia_core.project.toml import ConfigError, read_toml
 from nia_core.project.workflow import Workflow, assemble_workflow
 from nia_core.providers.base import canonical_model
 
@@ -132,8 +131,8 @@ def _report(workflow: Workflow, verbose: bool, log_path: str | None) -> None:
 
 def _write_log(location: Location, entry: dict[str, Any]) -> str | None:
     keep = load_project_config(location.root).keep_transactions
-    path = translog.write(location.root, entry, keep=keep)
-    return str(path.relative_to(location.root))
+    path = translog.write(location.root, entry, keep=keep)  # None: refused or failed, with a warning
+    return str(path.relative_to(location.root)) if path is not None else None
 
 
 def run_workflow(ctx: click.Context, target: Target, operation: Operation, **params: Any) -> None:
@@ -284,8 +283,8 @@ def _broken(name: str, error: ConfigError) -> click.Command:
 def _target_names(root: Path) -> list[str]:
     """Target names from a commands.toml that parses but does not validate."""
     try:
-        data = tomllib.loads((root / ".nia" / COMMANDS_FILE).read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = read_toml(root / ".nia" / COMMANDS_FILE, root=root)  # checked: no symlink out, no deep nesting
+    except ConfigError:
         return []
     workflows = data.get("workflows")
     if not isinstance(workflows, list):

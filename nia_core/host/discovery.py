@@ -10,21 +10,18 @@ import importlib
 import logging
 import os
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
-from nia_core.host.localimport import import_local, module_name
+from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
-
-if TYPE_CHECKING:
-    import importlib_metadata
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -192,12 +189,6 @@ def load_builtins(host: PluginHost, selection: Selection) -> None:
         register_imported(host, info, lambda module=module: importlib.import_module(module), priority=order)
 
 
-def iter_entry_points() -> Iterator[importlib_metadata.EntryPoint]:
-    import importlib_metadata
-
-    yield from importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
-
-
 def entry_point_records() -> list[EntryPointRecord]:
     """The installed ``nia`` entry points, from the scan cache when nothing installed has changed."""
     return epcache.scan(ENTRY_POINT_GROUP)
@@ -208,6 +199,9 @@ def load_entry_points(
 ) -> None:
     """Load each entry point on its own: a plugin pack's entry points are separate plugins."""
     found = entry_point_records() if records is None else list(records)
+    editable = {r.module.partition(".")[0] for r in found if editable_metadata(r.metadata)}
+    if editable:  # under development: from source in every process, never a stale .pyc
+        compile_from_source(editable)
     for record in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
         info = PluginInfo(
             record.name,

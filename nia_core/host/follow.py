@@ -9,9 +9,10 @@ plugin, yet changes a source).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nia_core.host.reload import DevSession, ReloadResult
@@ -76,21 +77,30 @@ def follow(
         session.close()
 
 
-def project_files(session: DevSession) -> Callable[[Path], bool]:
-    """Whether a path can change a source: plugin code and config, or a file under the project root.
+def project_files(session: DevSession, also: Sequence[Path] = ()) -> Callable[[Path], bool]:
+    """Whether a path can change a source: plugin code and config, or a file under the project root
+    (or under one of the folders ``also`` names, such as the user's nia config folder).
 
     The project's own files (AGENTS.md, READMEs, the task files a plugin
     reads) are watched too; editor scratch files, caches and VCS folders are not.
     """
-    root = session.location.root
+    roots = (session.location.root, *also)
 
     def relevant(path: Path) -> bool:
         if session.relevant(path):
             return True
-        try:
-            parts = path.relative_to(root).parts
-        except ValueError:
-            return False
-        return not ignored(parts)
+        for root in roots:
+            try:
+                parts = path.relative_to(root).parts
+            except ValueError:
+                continue
+            return not ignored(parts)
+        return False
 
     return relevant
+
+
+def user_config_folder() -> Path:
+    """``$XDG_CONFIG_HOME/nia`` (default ``~/.config/nia``): the user-global files sources read (AGENTS.md)."""
+    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(home) / "nia"

@@ -4,9 +4,10 @@ Loading a plugin only proves it imports and its hooks have the right
 signatures. The rest shows only when its sources are produced, observed and
 rendered: a hook that raises or returns nonsense, a key outside its namespace
 or taken by another plugin, a loader that hangs or raises, a value its codec
-cannot encode, a renderer that fails, a ``nia_register_commands`` or
-``nia_providers`` that raises or returns nonsense.
-This runs all of that once and marks each plugin that misbehaved.
+cannot encode, a renderer that fails, a ``nia_register_commands`` that raises.
+This runs all of that once and marks each plugin that misbehaved. Plugins'
+providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers`
+(the providers sit above the host).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ def check(host: PluginHost, location: Location) -> Assembly:
             if problem:
                 host._mark_broken(info.name, f"context source {source.key!r}: {problem}")
         _check_commands(host)
-        _check_providers(host, location)
     finally:
         view.close()
     return assembly
@@ -72,15 +72,3 @@ def _render_problem(render: object, value: object) -> str | None:
     if not text.strip():
         return "baseline renderer returned empty text"
     return None
-
-
-def _check_providers(host: PluginHost, location: Location) -> None:
-    """Ask every ``nia_providers`` once; the lookup marks each plugin that misbehaved."""
-    from nia_core.providers.lookup import providers_at  # only nia plugins list pays for the HTTP clients
-    from nia_core.providers.lowering import ProviderConfigError
-
-    try:
-        providers_at(location, host)
-    except ProviderConfigError:
-        if host.strict:
-            raise  # otherwise a bad [providers] table is the session commands' to report, not a plugin's problem

@@ -8,13 +8,14 @@ was, and written atomically, so a crash never leaves half a file.
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
-from nia_core.project.toml import ConfigError, read_toml
+from nia_core.files import Refused, open_folder_inside, read_checked
+from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, project_root_of
 
 
 def _plugins_table(document: Any, path: Path, *, create: bool) -> Any:
@@ -41,8 +42,17 @@ def set_disabled(path: Path, name: str, disabled: bool) -> bool:
 
     A missing file (and its ``.nia/`` folder) is created when disabling.
     """
-    read_toml(path)  # a broken file fails here, with its file and line
-    text = path.read_bytes().decode("utf-8") if path.exists() else ""  # bytes: keep CRLF line ends
+    root = project_root_of(path)
+    try:  # checked like every project read: a project.toml or .nia leading outside is not edited
+        raw = read_checked(path, root, MAX_CONFIG_BYTES).data
+    except FileNotFoundError:
+        raw = b""
+    except Refused as exc:
+        raise ConfigError(f"{path}: not edited: the file {exc.problem}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    parse_toml(raw, str(path))  # a broken file fails here, with its file and line
+    text = raw.decode("utf-8")  # bytes: keep CRLF line ends
     document = tomlkit.parse(text)
     plugins = _plugins_table(document, path, create=disabled)
     if plugins is None:
@@ -65,15 +75,38 @@ def set_disabled(path: Path, name: str, disabled: bool) -> bool:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".project-", suffix=".toml.tmp")
+    """Replace ``path`` atomically; under a project's ``.nia``, only through a folder checked to be inside it."""
+    root = project_root_of(path)
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    else:
+        try:
+            folder = open_folder_inside(root, (".nia",))
+        except Refused as exc:
+            raise ConfigError(f"{path}: not edited: {exc.problem}") from None
+    try:
+        _replace(folder, path.name, text)
+    finally:
+        os.close(folder)
+
+
+def _replace(folder: int, name: str, text: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    temporary = f".project-{secrets.token_hex(8)}.toml.tmp"
+    handle = os.open(temporary, flags, 0o666, dir_fd=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(text)
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
+        try:
+            mode = os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode & 0o7777
+            os.chmod(temporary, mode, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
         raise

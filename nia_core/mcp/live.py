@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nia_core.context import Location, SystemContext
-from nia_core.host.follow import follow, project_files
+from nia_core.context import Location, SystemContext, observe
+from nia_core.host.follow import follow, project_files, user_config_folder
 from nia_core.host.reload import DevSession, ReloadResult
 from nia_core.host.watch import ChangeWatcher, WatchSettings
 from nia_core.mcp.view import ContextView, build_view
@@ -83,7 +83,8 @@ class LiveContext:
         """Load every plugin, render the baseline and the first view (plugins run here: stdout must be safe)."""
         session = DevSession.open(self.location, plugins_dirs=self.plugins_dirs, flags=self.flags)
         self._session = session
-        session.start()
+        # Not session.start(): a plugin development session unloads a plugin whose renderer fails,
+        # all its sources with it; a server keeps the plugin and shows that one source as an error.
         result = session.reload(frozenset(), reobserve=True)
         if result is not None:
             self._publish(result, announce=False)
@@ -95,12 +96,14 @@ class LiveContext:
     def start(self) -> None:
         """Follow the project on a thread of its own until :meth:`stop`."""
         session = self.session
-        roots = session.location.root
+        extra = [user_config_folder()]
+        if _is_project(session.location.root):
+            extra.insert(0, session.location.root)
 
         def watch_roots() -> list[Path]:
-            return [*session.watch_roots(), roots]
+            return [*session.watch_roots(), *extra]  # a folder that does not exist yet is picked up when it appears
 
-        watcher = ChangeWatcher(watch_roots, project_files(session), self.settings)
+        watcher = ChangeWatcher(watch_roots, project_files(session, extra), self.settings)
         self._thread = threading.Thread(
             target=follow,
             args=(session, watcher, self._on_result, self._on_crash),
@@ -150,10 +153,17 @@ class LiveContext:
         workflows = self._workflows_fingerprint()
         prompts = workflows != self._workflows
         self._workflows = workflows
-        if outcome is None or result.assembly is None:
+        if result.assembly is None:
             change = Change(prompts_listed=prompts)
         else:
-            view = build_view(result.assembly, outcome.observations, self.view)
+            # A renderer that failed stopped the reconcile (outcome None): observe once more, and
+            # let the view set that one source aside, so one broken source never freezes the others.
+            observations = (
+                outcome.observations
+                if outcome is not None
+                else observe(result.assembly.context.sources, self.session.host.timeout)
+            )
+            view = build_view(result.assembly, observations, self.view)
             uris, listed = self.view.changed(view)
             self.view = view
             change = Change(tuple(uris), listed, prompts)
@@ -170,3 +180,14 @@ class LiveContext:
             return hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             return ""
+
+
+def _is_project(root: Path) -> bool:
+    """Whether to watch ``root`` recursively: a real project (``.nia`` or ``.git``), never a home or ``/``.
+
+    Outside a project (``nia mcp`` started in a plain folder) the sources are
+    re-observed every interval instead of watching a tree of unknown size.
+    """
+    if root == Path(root.anchor) or root == Path.home():
+        return False
+    return (root / ".nia").is_dir() or (root / ".git").exists()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import ipaddress
 import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -226,9 +227,16 @@ def serve_http(options: Options) -> None:
 async def _http_main(server: NiaServer, host: str, port: int, settings: TransportSecuritySettings) -> None:
     import uvicorn
 
+    class Web(uvicorn.Server):
+        """uvicorn, minus its signal capture: it re-raises SIGTERM after shutting down, an unclean exit."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
     app = server.streamable_http_app(host=host, transport_security=settings)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
-    web = uvicorn.Server(config)
+    web = Web(config)
     server.bind_loop()
     server.live.start()
 
@@ -240,7 +248,14 @@ async def _http_main(server: NiaServer, host: str, port: int, settings: Transpor
         name = f"[{host}]" if ":" in host else host
         print(f"nia mcp: serving http://{name}:{shown}/mcp", file=sys.stderr, flush=True)
 
+    async def stop_on_signals() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                web.force_exit = web.should_exit  # a second signal: stop waiting for open streams
+                web.should_exit = True
+
     async with anyio.create_task_group() as group:
         group.start_soon(announce)
+        group.start_soon(stop_on_signals)
         await web.serve()
         group.cancel_scope.cancel()

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
-from nia_core.files import Signature, signature
+from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
-from nia_core.project.toml import ConfigError, parse_toml
+from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, refused_config
 
 EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
@@ -343,20 +343,23 @@ def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], 
     path = root / ".nia" / filename
     display = f".nia/{filename}"
     try:
-        with open(path, "rb") as handle:
-            sig = signature(os.fstat(handle.fileno()))
-            cached = _cache.get((str(path), filename))
-            if cached is not None and cached[0] == sig:
-                return cached[1]  # type: ignore[no-any-return]
-            raw = handle.read()
+        cached = _cache.get((str(path), filename))
+        if cached is not None and signature(os.stat(path)) == cached[0]:
+            return cached[1]  # type: ignore[no-any-return]  # bytes that passed the checks, unchanged since
+        content = read_checked(path, root, MAX_CONFIG_BYTES)
     except FileNotFoundError:
+        return empty
+    except Refused as exc:
+        refused_config(display, exc.problem, path)  # ignored, as if absent: the rest of the context renders
         return empty
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
-    data = parse_toml(raw, display)
-    config = build(_Reader(display, filename, raw.decode("utf-8")), data)
+    if content.oversize:
+        raise ConfigError(f"{display}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB; refused unread")
+    data = parse_toml(content.data, display)
+    config = build(_Reader(display, filename, content.data.decode("utf-8")), data)
     with _lock:
-        _cache[(str(path), filename)] = (sig, config)
+        _cache[(str(path), filename)] = (content.sig, config)
     return config
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from nia_core.files import open_folder_inside
+
 GENERATED = ("logs/", "hook-output/")
 """The folders under ``.nia/`` that nia writes: transaction logs, and hook output too long for a host."""
 
@@ -24,15 +26,17 @@ def ignore_generated(root: Path) -> bool:
     symlink in a hostile repository) gets nothing, and the file itself is
     created exclusively without following a link.
     """
-    nia_dir = root / ".nia"
     try:
-        real_root, real_dir = os.path.realpath(root), os.path.realpath(nia_dir)
-        if os.path.commonpath([real_root, real_dir]) != real_root or not os.path.isdir(real_dir):
-            return False
+        folder = open_folder_inside(root, (".nia",), create=False)  # refuses a .nia that leads outside
+    except OSError:  # no .nia, or it leads outside the project: nothing to do
+        return False
+    try:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-        handle = os.open(os.path.join(real_dir, ".gitignore"), flags, 0o644)
+        handle = os.open(".gitignore", flags, 0o644, dir_fd=folder)
     except OSError:  # it exists (the user's, or ours), or .nia is not writable: nothing to do
         return False
+    finally:
+        os.close(folder)
     with os.fdopen(handle, "w", encoding="utf-8") as out:
         out.write(GITIGNORE)
     return True

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from nia_core.files import Signature, StatCache, signature
+from nia_core.files import Refused, Signature, StatCache, outside_clause, signature
 from nia_core.project.binary import SNIFF_BYTES, binary_content, binary_extension
 from nia_core.project.config import ContextEntry
 from nia_core.project.paths import (
@@ -82,39 +82,49 @@ class Merged:
     warnings: tuple[str, ...] = ()
 
 
-_kinds: dict[str, tuple[Signature, str | None]] = {}
+_kinds: dict[tuple[str, str], tuple[Signature, str | None, int]] = {}
 _kinds_lock = threading.Lock()
 
 
-def classify(real: str, info: os.stat_result) -> str | None:
-    """``None`` for a text file to include, else why it is skipped.
+def content_problem(data: bytes, oversize: bool) -> str | None:
+    """Why bytes actually read from a context file keep it out of the prompt, or ``None``."""
+    if oversize:
+        return OVERSIZE
+    if binary_content(data[:SNIFF_BYTES]):
+        return BINARY
+    return None
 
-    Cached by ``stat`` signature: an unchanged file is not read again.
+
+def classify(real: str, info: os.stat_result, root: str) -> tuple[str | None, int]:
+    """``(None, size)`` for a text file to include, else ``(why it is skipped, size)``.
+
+    The decision is made on the bytes read through the checked reader (at most
+    :data:`MAX_FILE_BYTES` + 1 of them), never on ``info`` alone; ``info`` only
+    short-cuts what needs no read (not a regular file, bigger already, a binary
+    extension) and keys the cache, so an unchanged file is not read again.
     """
     if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
+        return "not a regular file", info.st_size
     if info.st_size > MAX_FILE_BYTES:
-        return OVERSIZE
+        return OVERSIZE, info.st_size
     if binary_extension(real):
-        return BINARY
+        return BINARY, info.st_size
     sig = signature(info)
-    cached = _kinds.get(real)
+    cached = _kinds.get((real, root))
     if cached is not None and cached[0] == sig:
-        return cached[1]
+        return cached[1], cached[2]
     try:
-        data = FILES.read_bytes(real)
+        content = FILES.read(real, root=root, limit=MAX_FILE_BYTES)
+    except Refused as exc:
+        return f"refused: {exc.problem}", info.st_size
     except OSError as exc:
-        return f"cannot be read: {exc.strerror or exc}"
-    reason: str | None = None
-    if len(data) > MAX_FILE_BYTES:
-        reason = OVERSIZE
-    elif binary_content(data[:SNIFF_BYTES]):
-        reason = BINARY
+        return f"cannot be read: {exc.strerror or exc}", info.st_size
+    reason = content_problem(content.data, content.oversize)
     if reason is not None:
         FILES.forget(real)  # only text is worth keeping in memory
     with _kinds_lock:
-        _kinds[real] = (sig, reason)
-    return reason
+        _kinds[(real, root)] = (content.sig, reason, content.size)
+    return reason, content.size
 
 
 class _Merger:
@@ -139,14 +149,16 @@ class _Merger:
         if first is not None:
             self.skipped.append(Skip(shown, real, entry.origin, f"duplicate of {first}", info.st_size))
             return False
-        reason = classify(real, info)
+        reason, size = classify(real, info, self.base)
         if reason is not None:
-            self.skipped.append(Skip(shown, real, entry.origin, reason, info.st_size))
+            if reason.startswith("refused: "):  # the file changed between the path check and the read
+                self.refuse(ContextOutsideRepository(f"Context path {reason[9:]}", shown, entry.origin))
+            self.skipped.append(Skip(shown, real, entry.origin, reason, size))
             return False
         self.seen[real] = entry.origin if folder is None else f"{entry.origin} ({shown})"
         description = entry.description if folder is None else f"{entry.description} (from directory)".strip()
         path = relative(real, self.base)
-        self.files.append(ContextFile(shown, real, path, entry.origin, description, info.st_size, folder))
+        self.files.append(ContextFile(shown, real, path, entry.origin, description, size, folder))
         return True
 
     def entry(self, entry: ContextEntry, flag: bool) -> None:
@@ -163,7 +175,8 @@ class _Merger:
         folder = entry.path.rstrip("/") + "/" if entry.path.rstrip("/") else entry.path
         count = 0
         for shown, file_real, file_info in self.walk(entry, real, folder):
-            if count >= self.limit and file_real not in self.seen and classify(file_real, file_info) is None:
+            over = count >= self.limit and file_real not in self.seen
+            if over and classify(file_real, file_info, self.base)[0] is None:
                 self.warnings.append(
                     f"Maximum file limit ({self.limit}) reached for directory {folder}\n  Skipped remaining files"
                 )
@@ -172,45 +185,63 @@ class _Merger:
                 count += 1
 
     def walk(self, entry: ContextEntry, top: str, shown_top: str) -> Iterator[tuple[str, str, os.stat_result]]:
-        """``(shown path, canonical path, stat)`` of each file below ``top``, in the documented order."""
-        visited = {top}
+        """``(shown path, canonical path, stat)`` of each file below ``top``, in the documented order.
 
-        def visit(real_dir: str, shown_dir: str) -> Iterator[tuple[str, str, os.stat_result]]:
-            try:
-                with os.scandir(real_dir) as listing:
-                    items = sorted(listing, key=lambda item: item.name)
-            except OSError as exc:
-                self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
-                return
-            files: list[tuple[str, str, os.stat_result]] = []
-            folders: list[tuple[str, str]] = []
-            for item in items:
-                shown = shown_dir + item.name
-                try:
-                    if item.is_symlink():
-                        target = self.follow(entry, shown, item.path)
-                        if target is None:
-                            continue
-                        info = os.stat(target)
-                        if stat.S_ISDIR(info.st_mode):
-                            if item.name not in EXCLUDED_DIRECTORIES:
-                                folders.append((target, shown + "/"))
-                        else:
-                            files.append((shown, target, info))
-                    elif item.is_dir(follow_symlinks=False):
-                        if item.name not in EXCLUDED_DIRECTORIES:
-                            folders.append((item.path, shown + "/"))
-                    else:
-                        files.append((shown, item.path, item.stat(follow_symlinks=False)))
-                except FileNotFoundError:
-                    continue  # vanished while we looked: it is simply not there
+        Depth first with an explicit stack, never recursion: a hostile tree of
+        thousands of nested folders costs memory for its names, not Python
+        stack frames.
+        """
+        visited: set[str] = set()
+        stack: list[Iterator[tuple[str, str]]] = [iter([(top, shown_top)])]
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+                continue
+            real_dir, shown_dir = step
+            if real_dir in visited:  # a symlink back to a folder already walked: no cycle
+                continue
+            visited.add(real_dir)
+            files, folders = self.listing(entry, real_dir, shown_dir)
             yield from files
-            for real, shown in folders:
-                if real not in visited:  # a symlink back to a folder already walked: no cycle
-                    visited.add(real)
-                    yield from visit(real, shown)
+            if folders:
+                stack.append(iter(folders))
 
-        yield from visit(top, shown_top)
+    def listing(
+        self, entry: ContextEntry, real_dir: str, shown_dir: str
+    ) -> tuple[list[tuple[str, str, os.stat_result]], list[tuple[str, str]]]:
+        """The files (``(shown, real, stat)``) and subfolders (``(real, shown)``) of one folder, sorted by name."""
+        files: list[tuple[str, str, os.stat_result]] = []
+        folders: list[tuple[str, str]] = []
+        try:
+            with os.scandir(real_dir) as listing:
+                items = sorted(listing, key=lambda item: item.name)
+        except OSError as exc:
+            self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
+            return files, folders
+        for item in items:
+            shown = shown_dir + item.name
+            try:
+                if item.is_symlink():
+                    target = self.follow(entry, shown, item.path)
+                    if target is None:
+                        continue
+                    info = os.stat(target)
+                    if stat.S_ISDIR(info.st_mode):
+                        if item.name not in EXCLUDED_DIRECTORIES:
+                            folders.append((target, shown + "/"))
+                    else:
+                        files.append((shown, target, info))
+                elif item.is_dir(follow_symlinks=False):
+                    if item.name not in EXCLUDED_DIRECTORIES:
+                        folders.append((item.path, shown + "/"))
+                else:
+                    files.append((shown, item.path, item.stat(follow_symlinks=False)))
+            except FileNotFoundError:
+                continue  # vanished while we looked: it is simply not there
+            except OSError as exc:
+                self.skipped.append(Skip(shown, None, entry.origin, f"cannot be read: {exc.strerror or exc}"))
+        return files, folders
 
     def follow(self, entry: ContextEntry, shown: str, link: str) -> str | None:
         """Where a symlink found in a folder points, if it is inside the repository."""
@@ -233,7 +264,7 @@ class _Merger:
 
 
 def _outside(shown: str, origin: str, target: str) -> ContextOutsideRepository:
-    return ContextOutsideRepository("Context path is outside the repository", shown, origin, f"resolves to {target}")
+    return ContextOutsideRepository("Context path is outside the repository", shown, origin, outside_clause(target))
 
 
 FLAGS = frozenset({"--context-file", "--context-dir"})

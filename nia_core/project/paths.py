@@ -15,6 +15,37 @@ import stat
 from pathlib import Path
 
 from nia_core.errors import UsageError
+from nia_core.files import inside, outside_clause
+
+__all__ = ["ContextNotFound", "ContextOutsideRepository", "ContextPathError", "canonical", "check_kind", "inside"]
+
+
+def _escape(ch: str) -> str:
+    if ch == "\\":
+        return "\\\\"
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of the file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_name(name: str) -> str:
+    """``name`` on one line with nothing invisible: how a file name appears in a prompt or a message.
+
+    Every character Python does not call printable (control characters — a
+    newline could forge a heading —, line and paragraph separators,
+    bidirectional overrides, zero-width characters, lone surrogates from
+    undecodable bytes) becomes ``\\xNN``/``\\uNNNN``, and a backslash is
+    doubled so the escaping stays unambiguous. Ordinary names come back as
+    they are.
+    """
+    if name.isprintable() and "\\" not in name:
+        return name
+    return "".join(map(_escape, name))
 
 
 class ContextPathError(UsageError):
@@ -25,7 +56,7 @@ class ContextPathError(UsageError):
         self.path = path
         self.origin = origin
         suffix = f" ({detail})" if detail else ""
-        super().__init__(f"{problem}: {path}{suffix}\n  Source: {origin}")
+        super().__init__(f"{problem}: {escape_name(path)}{suffix}\n  Source: {escape_name(origin)}")
 
 
 class ContextNotFound(ContextPathError):
@@ -34,11 +65,6 @@ class ContextNotFound(ContextPathError):
 
 class ContextOutsideRepository(ContextPathError):
     """The entry resolves outside the repository."""
-
-
-def inside(path: str, root: str) -> bool:
-    """Whether the canonical ``path`` is ``root`` or lies below it."""
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def relative(path: str, root: str) -> str:
@@ -72,13 +98,13 @@ def canonical(root: Path, raw: str, origin: str, *, kind: str = "file", shown: s
             lenient = os.path.realpath(joined)
             if not inside(lenient, base):
                 raise ContextOutsideRepository(
-                    "Context path is outside the repository", shown, origin, f"resolves to {lenient}"
+                    "Context path is outside the repository", shown, origin, outside_clause(lenient)
                 ) from None
             missing = "Context directory not found" if kind == "directory" else "Context file not found"
             raise ContextNotFound(missing, shown, origin) from None
         raise ContextPathError("Context path cannot be read", shown, origin, exc.strerror or str(exc)) from None
     if not inside(real, base):
-        raise ContextOutsideRepository("Context path is outside the repository", shown, origin, f"resolves to {real}")
+        raise ContextOutsideRepository("Context path is outside the repository", shown, origin, outside_clause(real))
     return real
 
 

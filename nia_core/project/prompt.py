@@ -15,6 +15,7 @@ starts with ``---``, so the baseline reads as the reference shows.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +23,12 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
+from nia_core.files import Refused
 from nia_core.project.config import CommitConfig, PromptFormat
-from nia_core.project.merge import FILES
+from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
+from nia_core.project.paths import escape_name
+
+log = logging.getLogger("nia.project")
 
 SEPARATOR = "---\n\n"
 
@@ -51,6 +56,11 @@ def file_key(prefix: str, path: str) -> str:
 def xml_attr(value: str) -> str:
     escaped = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
     return '"' + escaped.replace("\n", "&#10;") + '"'
+
+
+def label(path: str) -> str:
+    """A file's path as its label in the prompt: one line, nothing invisible (see :func:`escape_name`)."""
+    return escape_name(path)
 
 
 def xml_text(value: str) -> str:
@@ -90,11 +100,12 @@ FILE_CODEC: DataclassCodec[FileValue] = DataclassCodec(FileValue)
 
 def render_file(value: FileValue, fmt: PromptFormat, element: str) -> str:
     text = value.text.rstrip("\n")
+    path = label(value.path)
     if fmt == "xml":
-        return _element(element, text or " ", path=value.path, description=value.description)
+        return _element(element, text or " ", path=path, description=value.description)
     described = f"\nDescription: {value.description}" if value.description else ""
     heading = "###" if element == "project_file" else "##"  # project files sit under "## Project context"
-    return f"{heading} File: {value.path}{described}\n\n{_fence(text, value.path)}"
+    return f"{heading} File: {path}{described}\n\n{_fence(text, path)}"
 
 
 def render_project(value: dict[str, str], fmt: PromptFormat, has_files: bool) -> str:
@@ -227,18 +238,33 @@ def context_header_source(target: str, operation: str, fmt: PromptFormat, prefix
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def file_source(key: str, real: str, path: str, description: str, fmt: PromptFormat, element: str) -> ContextSource:
-    """One context file; ``element`` is ``project_file`` or ``context_file``."""
+def file_source(
+    key: str, real: str, path: str, description: str, fmt: PromptFormat, element: str, root: str
+) -> ContextSource:
+    """One context file; ``element`` is ``project_file`` or ``context_file``.
+
+    Its loader reads through the checked reader, confined to ``root``, and
+    checks size and binary content on the bytes it read: a file swapped,
+    grown or turned binary since the merge saw it is unavailable, never sent.
+    """
     last: list[Any] = [None, None]
     where = "project context" if element == "project_file" else "task context"
 
     def load() -> Any:
         try:
-            text = FILES.read_text(real)
-        except OSError:
-            return UNAVAILABLE  # gone since the producer saw it; the next producer drops it
-        if last[0] is not text:
-            last[0], last[1] = text, FileValue(path, description, text)
+            content = FILES.read(real, root=root, limit=MAX_FILE_BYTES)
+        except OSError as exc:
+            if isinstance(exc, Refused):
+                log.warning("Context file %s %s: left out", label(path), exc.problem)
+            return UNAVAILABLE  # gone or refused since the producer saw it; the next producer drops it
+        if last[0] is not content:
+            problem = content_problem(content.data, content.oversize)
+            if problem is not None:
+                log.warning("Context file %s changed since it was checked (%s): left out", label(path), problem)
+                value: Any = UNAVAILABLE
+            else:
+                value = FileValue(path, description, content.data.decode("utf-8", errors="replace"))
+            last[0], last[1] = content, value
         return last[1]
 
     return ContextSource(
@@ -246,9 +272,11 @@ def file_source(key: str, real: str, path: str, description: str, fmt: PromptFor
         load=load,
         baseline=lambda value: render_file(value, fmt, element),
         update=lambda _old, value: (
-            f"The file {value.path} ({where}) changed. Its current content replaces the earlier one:\n\n"
+            f"The file {label(value.path)} ({where}) changed. Its current content replaces the earlier one:\n\n"
             + render_file(value, fmt, element)
         ),
-        removal=lambda old: f"The file {old.path} is no longer part of the {where}; disregard its earlier content.",
+        removal=lambda old: (
+            f"The file {label(old.path)} is no longer part of the {where}; disregard its earlier content."
+        ),
         codec=FILE_CODEC,
     )

@@ -77,12 +77,15 @@ def project_context(location: Location, config: ProjectConfig | None = None, *, 
 
 
 def file_sources(
-    files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str
+    files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str, root: Path
 ) -> tuple[ContextSource, ...]:
-    return tuple(file_source(file_key(prefix, f.path), f.canonical, f.path, f.description, fmt, element) for f in files)
+    base = str(root)
+    return tuple(
+        file_source(file_key(prefix, f.path), f.canonical, f.path, f.description, fmt, element, base) for f in files
+    )
 
 
-def project_sections(context: ProjectContext, fmt: PromptFormat) -> list[Section]:
+def project_sections(context: ProjectContext, fmt: PromptFormat, root: Path) -> list[Section]:
     """The project config section (with its files) and the service section, each when it has content."""
     sections: list[Section] = []
     info = context.config.project
@@ -93,7 +96,7 @@ def project_sections(context: ProjectContext, fmt: PromptFormat) -> list[Section
         def project(prefix: str) -> ContextSource:
             return project_source(info.name, info.description, fmt, has_files, prefix)
 
-        sections.append((project, file_sources(files, PROJECT_FILES, fmt, "project_file")))
+        sections.append((project, file_sources(files, PROJECT_FILES, fmt, "project_file", root)))
     service, path = context.service, context.service_path
     if service is not None and path is not None:
 
@@ -118,12 +121,17 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_once(message: str) -> None:
-    """Log a warning the first time it occurs in this process (producers run at every boundary)."""
+def warn_once(message: str, scope: object = None) -> None:
+    """Log a warning the first time it occurs in this process for ``scope`` (producers run at every boundary).
+
+    ``scope`` (a project root) keeps the same message about two projects apart:
+    messages name paths relative to their project.
+    """
+    key = f"{scope}\0{message}"
     with _warned_lock:
-        if message in _warned:
+        if key in _warned:
             return
-        _warned.add(message)
+        _warned.add(key)
     log.warning("%s", message)
 
 
@@ -141,12 +149,12 @@ def project_context_sources(location: Location) -> list[ContextSource]:
         last = _last_good.get(location.root)
         if last is None:
             raise
-        warn_once(f"{error} (keeping the last valid project.toml)")
+        warn_once(f"{error} (keeping the last valid project.toml)", location.root)
         config = last
     _last_good[location.root] = config
     if not config.exists:
         return []
     context = project_context(location, config, strict=False)
     for message in context.warnings:
-        warn_once(message)
-    return flatten(project_sections(context, config.project.prompt_format or "md"))
+        warn_once(message, location.root)
+    return flatten(project_sections(context, config.project.prompt_format or "md", location.root))

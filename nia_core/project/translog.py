@@ -10,25 +10,31 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
 from nia_core.context import Generation
+from nia_core.files import Refused, open_folder_inside
 from nia_core.project.generated import ignore_generated
 from nia_core.project.merge import ContextFile, Merged, Skip
 from nia_core.project.prompt import CONTEXT_FILES, PROJECT_FILES, file_key
 from nia_core.project.workflow import Workflow
 
+log = logging.getLogger("nia.project")
+
 LOG_VERSION = 1
+LOG_PARTS = (".nia", "logs", "transactions")
+LOG_FOLDER = "/".join(LOG_PARTS)
 LATEST = "latest.json"
 _LOG_NAME = re.compile(r"\d{8}T\d{6}\.\d{6}Z(?:-\d+)?\.json")
 
 
 def log_dir(root: Path) -> Path:
-    return root / ".nia" / "logs" / "transactions"
+    return root.joinpath(*LOG_PARTS)
 
 
 def _file(category: str, file: ContextFile) -> dict[str, Any]:
@@ -120,53 +126,100 @@ def failure(command: str, target: str, operation: str, location: Any, error: str
     }
 
 
-def _write_temp(folder: Path, data: bytes) -> str:
-    handle, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+def _write_temp(folder: int, data: bytes) -> str:
+    """A new temporary file in the folder ``folder`` (a descriptor) holding ``data``; its name."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        name = f".tmp-{secrets.token_hex(8)}.json"
+        try:
+            handle = os.open(name, flags, 0o666, dir_fd=folder)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
     except BaseException:
-        os.unlink(temp)
+        os.unlink(name, dir_fd=folder)
         raise
-    return temp
+    return name
 
 
-def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path:
-    """Write ``entry`` as a new log and as ``latest.json``, then prune to ``keep`` logs; the new log's path."""
-    folder = log_dir(root)
-    folder.mkdir(parents=True, exist_ok=True)
-    ignore_generated(root)
-    data = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+def write(root: Path, entry: dict[str, Any], *, keep: int) -> Path | None:
+    """Write ``entry`` as a new log and as ``latest.json``, then prune to ``keep`` logs; the new log's path.
+
+    Everything is written through a descriptor on the log folder that was
+    opened folder by folder without following symlinks out of the project
+    (:func:`nia_core.files.open_folder_inside`): when ``.nia``, ``.nia/logs``
+    or the log folder is a symlink pointing outside the project, nothing is
+    written, a warning says why, and ``None`` is returned. Any other failure
+    to write (a full disk, a read-only folder) is a warning too: a log never
+    fails the run it records.
+    """
+    try:
+        data = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    except UnicodeEncodeError:  # an undecodable file name: JSON's \u escapes keep it, and keep the file valid
+        data = (json.dumps(entry, indent=2) + "\n").encode()
     stamp = dt.datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00")).strftime("%Y%m%dT%H%M%S.%fZ")
+    try:
+        folder = open_folder_inside(root, LOG_PARTS)
+    except Refused as exc:
+        log.warning("Transaction log not written: %s", exc.problem)
+        return None
+    except OSError as exc:
+        log.warning("Transaction log not written: %s: %s", LOG_FOLDER, exc.strerror or exc)
+        return None
+    try:
+        ignore_generated(root)
+        name = _publish(folder, data, stamp)
+        _prune(folder, keep)
+    except OSError as exc:
+        log.warning("Transaction log not written: %s: %s", LOG_FOLDER, exc.strerror or exc)
+        return None
+    finally:
+        os.close(folder)
+    return log_dir(root) / name
+
+
+def _publish(folder: int, data: bytes, stamp: str) -> str:
     temp = _write_temp(folder, data)
     try:
         number = 0
         while True:
-            path = folder / (f"{stamp}-{number}.json" if number else f"{stamp}.json")
-            try:
-                os.link(temp, path)  # never overwrites: a second run in the same microsecond gets "-1"
+            name = f"{stamp}-{number}.json" if number else f"{stamp}.json"
+            try:  # never overwrites: a second run in the same microsecond gets "-1"
+                os.link(temp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
                 break
             except FileExistsError:
                 number += 1
-            except OSError:  # no hard links here: a rename still keeps readers safe
-                os.replace(temp, path)
+            except (OSError, NotImplementedError):  # no hard links here: a rename still keeps readers safe
+                os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
                 break
     finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
-    os.replace(_write_temp(folder, data), folder / LATEST)
-    prune(folder, keep)
-    return path
+        try:
+            os.unlink(temp, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+    os.replace(_write_temp(folder, data), LATEST, src_dir_fd=folder, dst_dir_fd=folder)
+    return name
 
 
 def prune(folder: Path, keep: int) -> list[Path]:
-    """Remove all but the newest ``keep`` timestamped logs; the paths removed."""
+    """Remove all but the newest ``keep`` timestamped logs in ``folder``; the paths removed."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return [folder / name for name in _prune(fd, keep)]
+    finally:
+        os.close(fd)
+
+
+def _prune(folder: int, keep: int) -> list[str]:
     logs = sorted(name for name in os.listdir(folder) if _LOG_NAME.fullmatch(name))
     removed = []
     for name in logs[: max(0, len(logs) - keep)]:
         try:
-            os.unlink(folder / name)
-            removed.append(folder / name)
+            os.unlink(name, dir_fd=folder)
+            removed.append(name)
         except FileNotFoundError:
             pass  # another run pruned it first
     return removed

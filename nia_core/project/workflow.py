@@ -106,11 +106,11 @@ class Workflow:
         try:
             self.project = load_project_config(root)
         except ConfigError as error:
-            warn_once(f"{error} (keeping the last valid project.toml)")
+            warn_once(f"{error} (keeping the last valid project.toml)", root)
         category1 = project_context(self.location, self.project, strict=False)
         category2 = merge(root, self.context_entries, strict=False)
         for message in (*category1.warnings, *category2.warnings):
-            warn_once(message)
+            warn_once(message, root)
         self.category1, self.category2 = category1, category2
 
     def sections(self) -> list[Section]:
@@ -119,7 +119,7 @@ class Workflow:
         role = self.role_prompt
         if role:
             sections.append((lambda prefix: text_source(ROLE, role, fmt, prefix), ()))
-        sections.extend(project_sections(self.category1, fmt))
+        sections.extend(project_sections(self.category1, fmt, self.location.root))
         task = self.task_prompt
         if task:
             sections.append((lambda prefix: text_source(TASK, task, fmt, prefix), ()))
@@ -129,7 +129,7 @@ class Workflow:
             sections.append(
                 (
                     lambda prefix: context_header_source(target, operation, fmt, prefix),
-                    file_sources(files, CONTEXT_FILES, fmt, "context_file"),
+                    file_sources(files, CONTEXT_FILES, fmt, "context_file", self.location.root),
                 )
             )
         if self.operation.user_input and self.user_input is not None and self.user_input.strip():

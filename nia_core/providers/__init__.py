@@ -1,1 +1,1 @@
-"""Providers: lowering a :class:`~nia_core.sessions.messages.ModelRequest` to a wire format and sending it."""
+"""Providers: lowering a :class:`~nia_core.model.ModelRequest` to a wire format and sending it."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nia_core.providers.base import ProviderError, StreamCallback
+from nia_core.model import Message, ModelRequest, ProviderError, Reply, StreamCallback, ToolCall, Usage
 from nia_core.providers.http import Endpoint, HttpError, ServerSentEvent, decode_event
 from nia_core.providers.lowering import (
     CapabilityTable,
@@ -35,7 +35,6 @@ from nia_core.providers.lowering import (
 )
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
-from nia_core.sessions.messages import Message, ModelRequest, Reply, ToolCall, Usage
 
 NAME = "anthropic-messages"
 API_VERSION = "2023-06-01"

@@ -13,8 +13,7 @@ from collections import Counter
 from typing import Any
 
 from nia_core.context import canonical_json
-from nia_core.providers.base import StreamCallback, split_model
-from nia_core.sessions.messages import Message, ModelRequest, Reply, Usage
+from nia_core.model import Message, ModelRequest, Reply, StreamCallback, Usage, split_model
 
 ROLES = {
     "user": "user",

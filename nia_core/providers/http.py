@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
-from nia_core.providers.base import ProviderError
+from nia_core.model import ProviderError
 
 T = TypeVar("T")
 USER_AGENT = "nia"

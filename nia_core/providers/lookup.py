@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nia_core.errors import UsageError
+from nia_core.model import Provider, split_model
 from nia_core.providers import registry
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.base import Provider, split_model
 from nia_core.providers.lowering import ProviderConfigError
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
@@ -113,6 +113,15 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
     if problems and host is not None and host.strict:
         raise ProviderConfigError("; ".join(problems))
     return ProviderLookup(factories, tuple(problems))
+
+
+def check_plugin_providers(location: Location, host: PluginHost) -> None:
+    """Ask every ``nia_providers`` once, for ``nia plugins list``: each plugin that misbehaved is marked broken."""
+    try:
+        providers_at(location, host)
+    except ProviderConfigError:
+        if host.strict:
+            raise  # otherwise a bad [providers] table is the session commands' to report, not a plugin's problem
 
 
 def _same(provider: Provider) -> Provider:

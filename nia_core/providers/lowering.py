@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape
 
-from nia_core.providers.base import ProviderError
-from nia_core.sessions.messages import Message
+from nia_core.model import Message, ProviderError
 
 UPDATE_TAG = "system-update"
 SUMMARY_TAG = "conversation-summary"

@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from nia_core.providers.base import ProviderError, StreamCallback
+from nia_core.model import Message, ModelRequest, ProviderError, Reply, StreamCallback, ToolCall, Usage
 from nia_core.providers.http import Endpoint, HttpError, ServerSentEvent, decode_event
 from nia_core.providers.lowering import (
     WRAPPED,
@@ -28,7 +28,6 @@ from nia_core.providers.lowering import (
 )
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
-from nia_core.sessions.messages import Message, ModelRequest, Reply, ToolCall, Usage
 
 NAME = "openai-chat"
 

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from nia_core.http import redact_url
-from nia_core.providers.base import StreamCallback, split_model
+from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
 from nia_core.providers.http import Endpoint, HttpClient, ServerSentEvent, Sleep
 from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
-from nia_core.sessions.messages import ModelRequest, Reply
 
 
 class StreamAssembler(ABC):

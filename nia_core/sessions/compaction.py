@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 from nia_core.context import DEFAULT_TIMEOUT
 from nia_core.errors import UsageError
+from nia_core.model import Message
 from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
-from nia_core.sessions.messages import Message
 from nia_core.sessions.projection import project
 from nia_core.sessions.store import PendingCompaction, Store
 

@@ -35,8 +35,8 @@ from nia_core.context import (
     replace,
 )
 from nia_core.errors import InitializationBlocked
+from nia_core.model import Message
 from nia_core.sessions.errors import RevisionConflict, StoreError
-from nia_core.sessions.messages import Message
 from nia_core.sessions.store import SessionState, Store
 
 ContextFor = Callable[[str], SystemContext]

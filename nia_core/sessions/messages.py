@@ -1,77 +1,8 @@
-"""The durable message history of a session, and what one provider request carries.
+"""Kept for code written against earlier docs: the message types live in :mod:`nia_core.model`.
 
-These types are shared by the store (which persists them), the boundary
-(which appends them) and the providers (which lower them to a wire format).
+Import them from :mod:`nia_core` (the public API).
 """
 
-from __future__ import annotations
+from nia_core.model import MESSAGE_KINDS, Message, MessageKind, ModelRequest, Reply, ToolCall, Usage
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
-
-MessageKind = Literal["user", "assistant", "tool_result", "system_update", "summary"]
-MESSAGE_KINDS: tuple[MessageKind, ...] = ("user", "assistant", "tool_result", "system_update", "summary")
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One entry of the durable history.
-
-    - ``user``: user input (``text``).
-    - ``assistant``: the model's reply; ``tool_calls`` when it asked for tools.
-    - ``tool_result``: the settled result of one tool call (``tool_call_id``).
-    - ``system_update``: a mid-conversation system message (the combined text).
-    - ``summary``: a compaction summary that stands for earlier history.
-    """
-
-    kind: MessageKind
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    is_error: bool = False
-    seq: int | None = None
-    """Position in the session's durable history (assigned by the store)."""
-    epoch: int | None = None
-    """The context epoch it was appended in (assigned by the store)."""
-
-
-@dataclass(frozen=True)
-class ModelRequest:
-    """Everything a provider needs for one call: the epoch's baseline and projected history."""
-
-    session_id: str
-    model: str
-    """``PROVIDER/MODEL``, e.g. ``anthropic-messages/claude-sonnet-4-5``."""
-    baseline: str
-    messages: tuple[Message, ...]
-
-
-@dataclass(frozen=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What a provider answered."""
-
-    text: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
-    raw: dict[str, Any] | None = None
-    stop_reason: str | None = None
-    """Why the model stopped, as the provider says it (``end_turn``, ``stop``, ``refusal``, ...)."""
-    refusal: bool = False
-    """The model declined to answer (OpenAI's ``refusal``, Anthropic's ``stop_reason: "refusal"``)."""
-    resets_turn: bool = False
-    """The provider requires the refused input to be left out of later requests (Anthropic)."""
+__all__ = ["MESSAGE_KINDS", "Message", "MessageKind", "ModelRequest", "Reply", "ToolCall", "Usage"]

@@ -10,7 +10,7 @@ when that fresh baseline is blocked, the next boundary retries it.
 from __future__ import annotations
 
 from nia_core.context import DEFAULT_TIMEOUT
-from nia_core.providers.base import split_model
+from nia_core.model import split_model
 from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
 from nia_core.sessions.store import SessionRecord, Store
 

@@ -105,7 +105,12 @@ def test_an_older_revision_subscribes_and_gets_notifications(tmp_path):
     heard = Events()
 
     async def on_message(message: object) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification | types.ResourceListChangedNotification):
+        if isinstance(
+            message,
+            types.ResourceUpdatedNotification
+            | types.ResourceListChangedNotification
+            | types.PromptListChangedNotification,
+        ):
             heard.add(message)
 
     async def main() -> None:
@@ -131,6 +136,13 @@ def test_an_older_revision_subscribes_and_gets_notifications(tmp_path):
             await heard.settle()
             assert named(heard.items, types.ResourceListChangedNotification) == 1
             assert OTHER not in [str(r.uri) for r in (await client.list_resources()).resources]
+
+            heard.items.clear()
+            write(project / ".nia" / "commands.toml", '[[workflows]]\ntarget = "docs"\n')
+            await heard.wait(lambda e: named(e, types.PromptListChangedNotification) >= 1, "the prompt list change")
+            await heard.settle()
+            assert named(heard.items, types.PromptListChangedNotification) == 1
+            assert uris(heard.items) == []
 
     anyio.run(main)
 
@@ -158,5 +170,22 @@ def nia_context_sources(location):
                 await events.settle()
                 assert sorted(uris(events.items)) == sorted([CONTEXT, state])  # once, though observed many times
             assert (await client.read_resource(state)).contents[0].text == "service is red"
+
+    anyio.run(main)
+
+
+def test_the_user_global_agents_md_is_watched_too(tmp_path, isolated_environment):
+    project = make_project(tmp_path / "p")
+    global_agents = isolated_environment / ".config" / "nia" / "AGENTS.md"
+    write(global_agents, "# Everywhere\n\nUse metric units.\n")
+
+    async def main() -> None:
+        async with stdio_client(project) as client, listening(client, resource_subscriptions=[AGENTS]) as events:
+            assert "Use metric units." in (await client.read_resource(AGENTS)).contents[0].text
+            write(global_agents, "# Everywhere\n\nUse imperial units.\n")
+            await events.wait(lambda e: AGENTS in uris(e), "the global AGENTS.md update")
+            await events.settle()
+            assert uris(events.items) == [AGENTS]
+            assert "Use imperial units." in (await client.read_resource(AGENTS)).contents[0].text
 
     anyio.run(main)

@@ -85,12 +85,15 @@ def post(url: str, headers: dict[str, str]) -> int:
 
 def test_dns_rebinding_and_foreign_origins_are_refused(tmp_path):
     project = make_project(tmp_path / "p")
-    with http_server(project) as (url, _process):
+    with http_server(project) as (url, process):
         port = url.split(":")[2].split("/")[0]
         assert post(url, {"Host": f"attacker.example:{port}"}) == 421
         assert post(url, {"Origin": "http://attacker.example"}) == 403
         assert post(url, {"Origin": f"http://localhost:{port}"}) not in (403, 421)
         assert post(url, {}) not in (403, 421)
+        process.terminate()  # SIGTERM: a clean stop
+        assert process.wait(TIMEOUT) == 0
+        assert "Traceback" not in (process.stderr.read() if process.stderr else "")
 
 
 def test_remote_addresses_need_allow_remote(tmp_path):

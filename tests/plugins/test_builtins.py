@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+import nia_core.files
 import nia_plugins.date
 import nia_plugins.environment
 import nia_plugins.instructions
@@ -55,9 +56,8 @@ def test_a_file_reached_twice_through_a_symlink_appears_once(nia_project):
     assert texts.baseline.count("Root rule.") == 1
 
 
-def test_symlinks_are_followed_to_files_elsewhere(nia_project, tmp_path):
-    shared = tmp_path / "shared-rules.md"
-    shared.write_text("Shared rule.")
+def test_symlinks_are_followed_to_files_elsewhere_in_the_project(nia_project):
+    shared = nia_project.write("docs/shared-rules.md", "Shared rule.")
     os.symlink(shared, nia_project.path("AGENTS.md"))
 
     texts = BoundaryDriver(nia_project.location).drive(nia_plugins.instructions, lambda: shared.write_text("Changed."))
@@ -108,24 +108,36 @@ def test_an_unusable_budget_is_an_error_naming_the_setting(nia_project, budget):
     )
 
 
-def test_an_unreadable_file_makes_the_source_unavailable(nia_project):
+def _unreadable(monkeypatch, path):
+    """Opening ``path`` fails with EACCES (tests run as root, where chmod 000 does not stop a read)."""
+    real_open = nia_core.files.os.open
+
+    def fake_open(name, *args, **kwargs):
+        if os.path.realpath(name) == os.path.realpath(path):
+            raise PermissionError(13, "Permission denied", name)
+        return real_open(name, *args, **kwargs)
+
+    monkeypatch.setattr(nia_core.files.os, "open", fake_open)
+
+
+def test_an_unreadable_file_makes_the_source_unavailable(nia_project, monkeypatch):
     path = nia_project.write("AGENTS.md", "Rule one.")
     driver = BoundaryDriver(nia_project.location)
     conversation = driver.conversation(nia_plugins.instructions)
     assert "Rule one." in conversation.baseline
 
-    path.unlink()
-    path.mkdir()  # still there, but reading it fails
-    assert conversation.boundary().kind == "unchanged"  # stale-while-revalidate: the model keeps what it had
+    path.write_text("Rule one, edited.")
+    with monkeypatch.context() as patch:
+        _unreadable(patch, path)  # still there, but reading it fails
+        assert conversation.boundary().kind == "unchanged"  # stale-while-revalidate: the model keeps what it had
 
-    path.rmdir()
     path.write_text("Rule two.")
     assert conversation.boundary().changed == {"nia/instructions": "updated"}
     assert "Rule two." in conversation.messages[-1]
 
 
-def test_an_unreadable_file_blocks_a_new_baseline(nia_project):
-    nia_project.path("AGENTS.md").mkdir()
+def test_an_unreadable_file_blocks_a_new_baseline(nia_project, monkeypatch):
+    _unreadable(monkeypatch, nia_project.write("AGENTS.md", "Rule."))
 
     conversation = BoundaryDriver(nia_project.location).conversation(nia_plugins.instructions)
 

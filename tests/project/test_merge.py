@@ -196,26 +196,28 @@ def test_classification_is_cached_by_stat_signature(tmp_path, monkeypatch):
     path = tmp_path / "a.md"
     path.write_text("text")
     info = os.stat(path)
-    assert classify(str(path), info) is None
+    root = str(tmp_path)
+    assert classify(str(path), info, root) == (None, 4)
     reads = []
-    original = nia_core.files.StatCache.read_bytes
+    original = nia_core.files.StatCache.read
     monkeypatch.setattr(
-        nia_core.files.StatCache, "read_bytes", lambda self, *a, **k: reads.append(a) or original(self, *a, **k)
+        nia_core.files.StatCache, "read", lambda self, *a, **k: reads.append(a) or original(self, *a, **k)
     )
-    assert classify(str(path), info) is None
+    assert classify(str(path), info, root) == (None, 4)
     assert reads == []
     path.write_bytes(b"now \x00 binary")
-    assert classify(str(path), os.stat(path)) == "binary"
+    assert classify(str(path), os.stat(path), root) == ("binary", 12)
     assert len(reads) == 1
 
 
 def test_an_unchanged_file_costs_one_stat_and_returns_the_same_value(tmp_path, monkeypatch):
     path = tmp_path / "a.md"
     path.write_text("hello")
-    source = file_source(file_key(CONTEXT_FILES, "a.md"), str(path), "a.md", "", "md", "context_file")
+    source = file_source(file_key(CONTEXT_FILES, "a.md"), str(path), "a.md", "", "md", "context_file", str(tmp_path))
     first = source.load()
     opened, stats = [], []
-    monkeypatch.setattr(nia_core.files, "open", lambda *a, **k: opened.append(a) or open(*a, **k), raising=False)  # noqa: SIM115
+    real_open = os.open
+    monkeypatch.setattr(nia_core.files.os, "open", lambda *a, **k: opened.append(a) or real_open(*a, **k))
     real_stat = os.stat
     monkeypatch.setattr(nia_core.files.os, "stat", lambda *a, **k: stats.append(a) or real_stat(*a, **k))
     assert source.load() is first

@@ -228,7 +228,7 @@ def test_hostile_flag_is_refused_by_the_cli_with_exit_2(layout, case):
 
 
 def test_hostile_entry_in_project_toml_names_its_entry_in_the_cli(layout):
-    repo, outside = layout
+    repo, _ = layout
     (repo / ".nia/project.toml").write_text(
         '[[project.context]]\ntype = "file"\npath = "docs/ok.md"\n\n'
         '[[project.context]]\ntype = "file"\npath = "../outside/secret.md"\n'
@@ -239,7 +239,7 @@ def test_hostile_entry_in_project_toml_names_its_entry_in_the_cli(layout):
     result = run(repo, "code", "create", "--print-prompt")
     assert result.exit_code == 2
     assert result.stderr == (
-        f"Error: Context path is outside the repository: ../outside/secret.md (resolves to {outside / 'secret.md'})\n"
+        "Error: Context path is outside the repository: ../outside/secret.md (resolves outside the project)\n"
         "  Source: project.toml [[project.context]][1]\n"
     )
 

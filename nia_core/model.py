@@ -1,0 +1,114 @@
+"""What one model call is: the durable messages, the request, the reply, and the provider that answers.
+
+The store persists these messages, the boundary appends them, the providers
+lower them to a wire format. They live here, below ``sessions`` and
+``providers``, so that neither of those packages has to import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from nia_core.errors import NiaError, UsageError
+
+MessageKind = Literal["user", "assistant", "tool_result", "system_update", "summary"]
+MESSAGE_KINDS: tuple[MessageKind, ...] = ("user", "assistant", "tool_result", "system_update", "summary")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One entry of the durable history.
+
+    - ``user``: user input (``text``).
+    - ``assistant``: the model's reply; ``tool_calls`` when it asked for tools.
+    - ``tool_result``: the settled result of one tool call (``tool_call_id``).
+    - ``system_update``: a mid-conversation system message (the combined text).
+    - ``summary``: a compaction summary that stands for earlier history.
+    """
+
+    kind: MessageKind
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    is_error: bool = False
+    seq: int | None = None
+    """Position in the session's durable history (assigned by the store)."""
+    epoch: int | None = None
+    """The context epoch it was appended in (assigned by the store)."""
+    refused: bool = False
+    """An ``assistant`` reply the provider marked as a refusal that resets the turn: the projection
+    leaves it, and the user input it answered, out of every later request."""
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """Everything a provider needs for one call: the epoch's baseline and projected history."""
+
+    session_id: str
+    model: str
+    """``PROVIDER/MODEL``, e.g. ``anthropic-messages/claude-sonnet-4-5``."""
+    baseline: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What a provider answered."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    raw: dict[str, Any] | None = None
+    stop_reason: str | None = None
+    """Why the model stopped, as the provider says it (``end_turn``, ``stop``, ``refusal``, ...)."""
+    refusal: bool = False
+    """The model declined to answer (OpenAI's ``refusal``, Anthropic's ``stop_reason: "refusal"``)."""
+    resets_turn: bool = False
+    """The provider requires the refused input to be left out of later requests (Anthropic)."""
+
+
+DEFAULT_MODEL = "echo/echo"
+
+StreamCallback = Callable[[str], None]
+
+
+class ProviderError(NiaError):
+    """A provider call failed (network, auth, bad response); the message says which and why."""
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+
+    def lower(self, request: ModelRequest) -> dict[str, Any]:
+        """The request body, deterministic for the same request."""
+        ...
+
+    def send(self, request: ModelRequest, *, stream: StreamCallback | None = None) -> Reply:
+        """Call the model; raise :class:`ProviderError` on failure."""
+        ...
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``("anthropic-messages", "claude-sonnet-4-5")`` from ``anthropic-messages/claude-sonnet-4-5``."""
+    provider, sep, name = model.partition("/")
+    if not sep or not provider or not name:
+        raise UsageError(f"model must be PROVIDER/MODEL (for example {DEFAULT_MODEL}), got {model!r}")
+    return provider, name
