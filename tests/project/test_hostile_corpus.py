@@ -403,3 +403,58 @@ def test_plugin_switches_still_edit_the_projects_own_file(world):
     assert result.exit_code == 0, result.output
     assert (world.repo / ".nia" / "project.toml").read_text().startswith("# mine\n")
     assert "nia-date" in (world.repo / ".nia" / "project.toml").read_text()
+
+
+# -- .git: inside the root, but git's data, written by the user's git (it can hold credentials) ----------
+
+GIT_CONFIG = '[remote "origin"]\n\turl = https://user:GITTOKEN-9c1d@example.com/x.git\n'
+
+
+@pytest.fixture
+def with_git(world) -> World:
+    (world.repo / ".git").mkdir()
+    (world.repo / ".git" / "config").write_text(GIT_CONFIG)
+    _workflow(world)
+    return world
+
+
+GIT_WAYS = {
+    "explicit-file": ("--context-file", ".git/config", None),
+    "explicit-dir": ("--context-dir", ".git", None),
+    "dotdot-into-git": ("--context-file", "docs/../.git/config", None),
+    "symlink-file": ("--context-file", "docs/cfg.md", ("docs/cfg.md", "../.git/config")),
+    "symlink-in-folder": ("--context-dir", "docs", ("docs/cfg.md", "../.git/config")),
+    "symlinked-folder": ("--context-dir", "docs", ("docs/g", "../.git")),
+}
+
+
+@pytest.mark.parametrize("flag,path,link", GIT_WAYS.values(), ids=GIT_WAYS.keys())
+def test_nothing_inside_dot_git_reaches_a_prompt(with_git, flag, path, link):
+    repo = with_git.repo
+    if link is not None:
+        os.symlink(link[1], repo / link[0])
+    result = run(repo, "code", "create", flag, path, "--print-prompt")
+    assert "GITTOKEN" not in result.output
+    assert result.exit_code == 2, result.output
+    assert "inside a .git folder" in result.stderr
+
+
+def test_nothing_inside_dot_git_reaches_a_prompt_from_project_toml_or_agents_md(with_git):
+    repo = with_git.repo
+    (repo / ".nia" / "project.toml").write_text(
+        '[[project.context]]\ntype = "file"\npath = "docs/ok.md"\n'
+        '[[project.context]]\ntype = "file"\npath = ".git/config"\n'
+    )
+    os.symlink(".git/config", repo / "AGENTS.md")
+    result = run(repo, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout and "GITTOKEN" not in result.output
+    assert "inside a .git folder" in result.stderr and "resolves into a .git folder" in result.stderr
+
+
+def test_a_submodule_git_file_is_not_context(world):
+    _workflow(world)
+    (world.repo / "docs" / "sub").mkdir()
+    (world.repo / "docs" / "sub" / ".git").write_text("gitdir: ../../.git/modules/sub\n")
+    result = run(world.repo, "code", "create", "--context-dir", "docs", "--print-prompt")
+    assert result.exit_code == 0 and "gitdir:" not in result.stdout
