@@ -10,9 +10,18 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     # A temporary folder is never inside a git work tree, even when the checkout holds the temp dir.
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
-    for name in ("NIA_DB", "NIA_DISABLE_PLUGINS", "NIA_LOAD_PLUGINS", "NIA_DEBUG", "NIA_TIMEZONE"):
+    for name in (
+        "NIA_DB",
+        "NIA_DISABLE_PLUGINS",
+        "NIA_LOAD_PLUGINS",
+        "NIA_DEBUG",
+        "NIA_TIMEZONE",
+        "NIA_HOOK_LOG",
+        "CODEX_HOME",
+    ):
         monkeypatch.delenv(name, raising=False)
     return home
 

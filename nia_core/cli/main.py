@@ -17,6 +17,7 @@ COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "plugin": ("nia_core.cli.plugins:plugin_group", "Create a new plugin package from the template."),
     "workflows": ("nia_core.cli.workflows:workflows", "The workflows defined in .nia/commands.toml."),
     "db": ("nia_core.cli.db:db", "Migrate and check the session database (NIA_DB)."),
+    "hook": ("nia_core.cli.hook:hook", "Claude Code and Codex hooks: the baseline once, then only what changed."),
     "mcp": ("nia_core.cli.mcp:mcp", "Serve the context and workflows over the Model Context Protocol."),
 }
 """Built-in commands: name -> (``module:attribute`` of the command, short help).

@@ -20,7 +20,7 @@ from nia_core.errors import InvalidSourceKey
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
-from nia_core.host.localimport import import_local, module_name
+from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
 
 if TYPE_CHECKING:
@@ -208,6 +208,9 @@ def load_entry_points(
 ) -> None:
     """Load each entry point on its own: a plugin pack's entry points are separate plugins."""
     found = entry_point_records() if records is None else list(records)
+    editable = {r.module.partition(".")[0] for r in found if editable_metadata(r.metadata)}
+    if editable:  # under development: from source in every process, never a stale .pyc
+        compile_from_source(editable)
     for record in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
         info = PluginInfo(
             record.name,

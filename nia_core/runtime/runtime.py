@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
 from nia_core.model import DEFAULT_MODEL, StreamCallback, split_model
 from nia_core.project import Workflow, locate
 from nia_core.providers.base import canonical_model
-from nia_core.providers.lookup import ProviderLookup, providers_at
 from nia_core.runtime.attached import attach
 from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
 from nia_core.sessions import (
@@ -36,6 +36,9 @@ from nia_core.sessions import (
     run_turn,
     start_over,
 )
+
+if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
+    from nia_core.providers.lookup import ProviderLookup
 
 Where = Location | str | os.PathLike[str] | None
 """A Location, or a directory inside one (``None``: the current directory)."""
@@ -98,6 +101,8 @@ class Runtime:
         Built per call, so an edited ``project.toml`` counts at the next turn.
         """
         location = self.locate(where)
+        from nia_core.providers.lookup import providers_at
+
         return providers_at(location, self.host(location))
 
     def default_model(self, where: Where = None) -> str:
@@ -156,32 +161,47 @@ class Runtime:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
         return move(store, session_id, str(self.locate(where).path))
 
-    def boundary(self, store: Store, session_id: str, *, workflow: Workflow | None = None) -> BoundaryReport:
+    def boundary(
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
+    ) -> BoundaryReport:
         """One safe boundary without a provider call, for a door whose host owns the conversation.
 
         Initializes the epoch when there is none (the report's ``text`` is
         then the baseline), else reconciles and durably admits what changed
         (``text`` is the mid-conversation system message, ``None`` when
-        nothing changed). The context is observed every time.
+        nothing changed). The context is observed every time. ``leave_out``:
+        keys of sources the conversation gets some other way (an agent that
+        loads ``AGENTS.md`` itself); they are neither observed nor rendered.
         """
         watch = Watch()
-        result = pass_boundary(store, session_id, self._watched(watch, workflow))
+        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out))
         if isinstance(result, Admitted):
             watch.admitted(result.admission)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
     def start_over(
-        self, store: Store, session_id: str, *, reason: str, workflow: Workflow | None = None
+        self,
+        store: Store,
+        session_id: str,
+        *,
+        reason: str,
+        workflow: Workflow | None = None,
+        leave_out: Collection[str] = (),
     ) -> BoundaryReport:
         """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
 
         The report's ``text`` is the new baseline. When the context is
         unavailable the result is ``Blocked``, the old epoch ends, and the
-        next :meth:`boundary` initializes.
+        next :meth:`boundary` initializes. ``leave_out`` as for :meth:`boundary`.
         """
         watch = Watch()
-        result = start_over(store, session_id, self._watched(watch, workflow), reason=reason)
+        result = start_over(store, session_id, self._watched(watch, workflow, leave_out), reason=reason)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
@@ -216,10 +236,14 @@ class Runtime:
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _watched(self, watch: Watch, workflow: Workflow | None) -> ContextFor:
+    def _watched(self, watch: Watch, workflow: Workflow | None, leave_out: Collection[str] = ()) -> ContextFor:
         def context_for(location: str) -> SystemContext:
             host, view = self.open(location)
-            return watch.assembled(host.assemble(view))
+            context = watch.assembled(host.assemble(view))
+            if leave_out:
+                kept = [source for source in context.sources if source.key not in leave_out]
+                context = SystemContext(kept, on_render_error=context.on_render_error)
+            return context
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 

@@ -1,0 +1,190 @@
+"""The ``UserPromptSubmit`` hook an agent waits for at every prompt, and the context bytes it adds.
+
+Run: ``python bench/bench_hook.py [--runs 15] [--turns 50 --changes 5]``. Prints two tables.
+
+1. Latency, milliseconds (median and best of ``--runs`` fresh processes each, in one run):
+
+   - ``python -c 'import click'``: the floor of any Python command line (the goal is 2x this);
+   - ``shell hook``: ``sh -c 'echo fixed context'`` (what a hand-written hook costs);
+   - ``nia hook, built-ins, unchanged``: ``nia hook claude-code`` with Claude Code's stdin
+     JSON, on a session whose context did not change (it prints nothing);
+   - ``nia hook, one change``: the same with a file of the context edited before each run;
+   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed.
+
+2. Context bytes over a scripted Claude Code session of ``--turns`` prompts with ``--changes``
+   context changes: what ``nia hook claude-code`` printed (SessionStart, then each prompt)
+   against a hook printing the full context at every prompt. "Re-sent" sums, over every
+   request, the hook text the request carries: a host keeps each hook output in the
+   conversation, so request k repeats all hook text of turns 1..k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PLUGIN = """\
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="{ns}/x", load=lambda: 1, baseline=lambda v: "{ns} says " + str(v))]
+"""
+
+RULE_PLUGIN = """\
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    path = location.root / "rule.txt"
+    return [ContextSource(key="acme/rule", load=lambda: path.read_text().strip(),
+                          baseline=lambda v: "The team rule is: " + v,
+                          update=lambda old, new: f"The team rule changed to: {new} (was: {old})")]
+"""
+
+
+def nia_program() -> str:
+    script = Path(sys.executable).parent / "nia"
+    return str(script) if script.exists() else shutil.which("nia") or "nia"
+
+
+def timed(
+    command: list[str], *, env: dict[str, str], cwd: Path, stdin: str = "", before=None, runs: int
+) -> list[float]:
+    times = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        started = time.perf_counter()
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, cwd=cwd)
+        times.append((time.perf_counter() - started) * 1000)
+        if done.returncode != 0:
+            sys.exit(f"failed: {' '.join(command)}\n{done.stderr}")
+    return times
+
+
+def payload(project: Path, event: str, session: str, source: str = "") -> str:
+    data = {"session_id": session, "cwd": str(project), "hook_event_name": event, "transcript_path": None}
+    if source:
+        data["source"] = source
+    if event == "UserPromptSubmit":
+        data["prompt"] = "go on"
+    return json.dumps(data)
+
+
+def make_project(work: Path, name: str) -> Path:
+    root = work / name
+    (root / ".git").mkdir(parents=True)
+    (root / "AGENTS.md").write_text("Use tabs.\n")
+    (root / "rule.txt").write_text("rule 0\n")
+    (root / ".nia" / "plugins").mkdir(parents=True)
+    (root / ".nia" / "plugins" / "acme.py").write_text(RULE_PLUGIN)
+    return root
+
+
+def installed_plugins(site: Path, count: int) -> None:
+    for i in range(count):
+        ns = f"bench{i:02d}"
+        (site / f"{ns}_plugin.py").write_text(PLUGIN.format(ns=ns))
+        dist = site / f"{ns}_plugin-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {ns}-plugin\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(f"[nia]\n{ns} = {ns}_plugin\n")
+
+
+def latency(work: Path, runs: int) -> list[tuple[str, list[float]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    env.update(XDG_DATA_HOME=str(work / "data"), XDG_STATE_HOME=str(work / "state"), XDG_CACHE_HOME=str(work / "cache"))
+    nia = [nia_program(), "hook", "claude-code"]
+    rows = [
+        ("python -c 'import click'", timed([sys.executable, "-c", "import click"], env=env, cwd=work, runs=runs)),
+        ("shell hook (echo a fixed string)", timed(["sh", "-c", "echo fixed context"], env=env, cwd=work, runs=runs)),
+    ]
+    plain = make_project(work, "plain")
+    timed(nia, env=env, cwd=plain, stdin=payload(plain, "SessionStart", "s1", "startup"), runs=1)
+    ups = payload(plain, "UserPromptSubmit", "s1")
+    rows.append(("nia hook, built-ins, unchanged", timed(nia, env=env, cwd=plain, stdin=ups, runs=runs)))
+    counter = iter(range(1, 10**6))
+
+    def change() -> None:
+        (plain / "rule.txt").write_text(f"rule {next(counter)}\n")
+
+    rows.append(("nia hook, one change", timed(nia, env=env, cwd=plain, stdin=ups, before=change, runs=runs)))
+    site = work / "site"
+    site.mkdir()
+    installed_plugins(site, 20)
+    env20 = {**env, "PYTHONPATH": str(site)}
+    many = make_project(work, "many")
+    timed(nia, env=env20, cwd=many, stdin=payload(many, "SessionStart", "s2", "startup"), runs=1)
+    ups20 = payload(many, "UserPromptSubmit", "s2")
+    rows.append(("nia hook, 20 installed plugins, unchanged", timed(nia, env=env20, cwd=many, stdin=ups20, runs=runs)))
+    return rows
+
+
+def context_bytes(work: Path, turns: int, changes: int) -> dict[str, tuple[int, int]]:
+    """(bytes added, bytes re-sent over all requests) for nia and for a print-everything hook."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    env.update(
+        XDG_DATA_HOME=str(work / "data2"), XDG_STATE_HOME=str(work / "state2"), XDG_CACHE_HOME=str(work / "cache")
+    )
+    project = make_project(work, "session")
+    nia = [nia_program(), "hook", "claude-code"]
+    show = [nia_program(), "context", "show"]
+    change_at = {round((i + 1) * turns / (changes + 1)) for i in range(changes)}
+
+    def printed(stdin: str) -> int:
+        out = subprocess.run(nia, input=stdin, capture_output=True, text=True, env=env, cwd=project).stdout.strip()
+        return len(json.loads(out)["hookSpecificOutput"]["additionalContext"].encode()) if out else 0
+
+    def full() -> int:
+        return len(subprocess.run(show, capture_output=True, text=True, env=env, cwd=project).stdout.strip().encode())
+
+    nia_added = printed(payload(project, "SessionStart", "bytes", "startup"))
+    naive_added = full()  # the naive hook prints everything at SessionStart too
+    nia_resent = naive_resent = 0
+    nia_total, naive_total = nia_added, naive_added
+    for turn in range(1, turns + 1):
+        if turn in change_at:
+            (project / "rule.txt").write_text(f"rule {turn}: " + "be careful " * 5 + "\n")
+        nia_total += printed(payload(project, "UserPromptSubmit", "bytes"))
+        naive_total += full()
+        nia_resent += nia_total
+        naive_resent += naive_total
+    return {"nia hook claude-code": (nia_total, nia_resent), "full context every prompt": (naive_total, naive_resent)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--changes", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nia-bench-hook-") as tmp:
+        work = Path(tmp)
+        rows = latency(work, args.runs)
+        floor = statistics.median(rows[0][1])
+        print(f"{'UserPromptSubmit hook latency':<44} {'median ms':>10} {'best ms':>9} {'x import click':>15}")
+        for label, times in rows:
+            median = statistics.median(times)
+            print(f"{label:<44} {median:>10.1f} {min(times):>9.1f} {median / floor:>15.2f}")
+        print()
+        figures = context_bytes(work, args.turns, args.changes)
+        title = f"{args.turns} prompts, {args.changes} changes"
+        print(f"{title:<44} {'bytes added':>12} {'re-sent over all requests':>26}")
+        for label, (added, resent) in figures.items():
+            print(f"{label:<44} {added:>12,} {resent:>26,}")
+        nia_added, nia_resent = figures["nia hook claude-code"]
+        naive_added, naive_resent = figures["full context every prompt"]
+        print(f"{'nia / full':<44} {nia_added / naive_added:>12.3f} {nia_resent / naive_resent:>26.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""Claude Code (verified with 2.1.328).
+
+Checked against https://code.claude.com/docs/en/hooks (hook input, the
+``hookSpecificOutput.additionalContext`` output, SessionStart sources) and the
+binary (``tests/agents``, ``docs/hosts.md``):
+
+- stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
+  ``source`` (SessionStart), ``prompt`` (UserPromptSubmit).
+- ``additionalContext`` reaches the model as a system message
+  ``UserPromptSubmit hook additional context: TEXT``; printing nothing adds nothing.
+- Output over 10,000 characters (JavaScript string length) is replaced by a
+  2 KB preview and a path under ``~/.claude``; exactly 10,000 passes whole.
+- It loads ``AGENTS.md`` and ``CLAUDE.md`` into every session itself, and after
+  an edit appends a whole new copy at the next turn.
+- Its transcript lines carry ``"version": "2.1.328"``.
+"""
+
+from __future__ import annotations
+
+from nia_core.hosts.base import HostAdapter, NativeFiles, characters
+from nia_core.hosts.transcript import version_field
+
+ADAPTER = HostAdapter(
+    name="claude-code",
+    title="Claude Code",
+    output_limit=10_000,
+    measure=characters,
+    native=(
+        NativeFiles(
+            since=(2, 0, 0),
+            names=("AGENTS.md", "CLAUDE.md"),
+            source_keys=("nia/instructions",),
+        ),
+    ),
+    host_version=lambda path: version_field(path, "version"),
+)

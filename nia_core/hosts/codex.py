@@ -1,0 +1,38 @@
+"""Codex CLI (verified with 0.169.0).
+
+Checked against https://developers.openai.com/codex/hooks and the source of
+``codex-rs/hooks`` (``events/session_start.rs``, ``events/user_prompt_submit.rs``,
+``output_spill.rs``, ``engine/discovery.rs``), then the binary (``tests/agents``):
+
+- Hooks run only with ``[features] hooks = true``; they are read from
+  ``$CODEX_HOME/hooks.json`` and ``<project>/.codex/hooks.json``.
+- stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
+  ``model``, ``source`` (SessionStart: ``startup``, ``resume``, ``clear``,
+  ``compact``), ``prompt`` and ``turn_id`` (UserPromptSubmit).
+- ``additionalContext`` (or plain stdout that does not look like JSON) reaches
+  the model as a ``developer`` message. Output over 2,500 approximate tokens
+  (10,000 UTF-8 bytes) is spilled to a file and replaced by a head/tail preview.
+- It loads ``AGENTS.md`` itself (not ``CLAUDE.md``); after an edit it sends the
+  new file at the next turn, saying it replaces the earlier one.
+- Its rollout (transcript) starts with ``"cli_version": "0.169.0"``.
+"""
+
+from __future__ import annotations
+
+from nia_core.hosts.base import HostAdapter, NativeFiles, utf8_bytes
+from nia_core.hosts.transcript import version_field
+
+ADAPTER = HostAdapter(
+    name="codex",
+    title="Codex",
+    output_limit=10_000,
+    measure=utf8_bytes,
+    native=(
+        NativeFiles(
+            since=(0, 1, 0),
+            names=("AGENTS.md",),
+            source_keys=("nia/instructions",),
+        ),
+    ),
+    host_version=lambda path: version_field(path, "cli_version"),
+)

@@ -1,0 +1,123 @@
+"""``nia hook log``: what each hook told its agent, per attached session, newest last.
+
+One JSON-lines file per attached session under ``$XDG_STATE_HOME/nia/hooks``
+(``NIA_HOOK_LOG`` names another folder). A hook appends one line per
+invocation; the file keeps the last :data:`KEEP` lines. The log is a record
+for people; the store stays the truth about what was admitted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+KEEP = 200
+"""Lines kept per session; older ones are dropped when the file reaches twice this."""
+
+
+def log_dir() -> Path:
+    configured = os.environ.get("NIA_HOOK_LOG")
+    if configured:
+        return Path(configured)
+    state_home = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(state_home) / "nia" / "hooks"
+
+
+@dataclass
+class Entry:
+    """One hook invocation."""
+
+    host: str
+    host_session: str
+    session: str
+    """nia's attached session id ('' when the hook failed before it had one)."""
+    event: str
+    source: str = ""
+    outcome: str = ""
+    """initialized, updated, unchanged, replaced, blocked, resent, failed..."""
+    epoch: int | None = None
+    printed: int = 0
+    """Bytes printed for the model (UTF-8, the text inside the host's JSON)."""
+    changed: list[str] = field(default_factory=list)
+    """Source keys added, updated or removed, with their kind: ``~nia/date``."""
+    warnings: list[str] = field(default_factory=list)
+    full_text: str = ""
+    """Where the whole text is when it was over the host's limit."""
+    time: str = ""
+    cwd: str = ""
+
+    def stamp(self) -> Entry:
+        self.time = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return self
+
+
+def append(entry: Entry) -> None:
+    """Add ``entry`` to its session's log; a log that cannot be written is skipped (the hook must not fail)."""
+    name = entry.session or f"{entry.host}-unattached"
+    folder = log_dir()
+    path = folder / f"{name}.jsonl"
+    line = json.dumps(asdict(entry), ensure_ascii=False) + "\n"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+        if path.stat().st_size > 4096 * KEEP // 4:
+            _trim(path)
+    except OSError:
+        return
+
+
+def _trim(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+    if len(lines) <= 2 * KEEP:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(lines[-KEEP:]), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def last_entry(session: str) -> dict[str, Any] | None:
+    """The newest entry of one session, or ``None``."""
+    path = log_dir() / f"{session}.jsonl"
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            return item
+    return None
+
+
+def read(last: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+    """The last ``last`` entries of each session (or of one, by id prefix), oldest session first."""
+    folder = log_dir()
+    if not folder.is_dir():
+        return []
+    out: list[dict[str, Any]] = []
+    files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
+    for path in files:
+        if session and not path.stem.startswith(session):
+            continue
+        entries = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
+                entries.append(item)
+        out.extend(entries[-last:])
+    return out

@@ -1,0 +1,36 @@
+"""The project's ``[hooks]`` settings in ``.nia/project.toml``.
+
+```toml
+[hooks]
+deliver_native_files = false   # default: leave the files a host loads itself (AGENTS.md...) to the host
+
+[hooks.codex]                  # per host, overrides [hooks]
+deliver_native_files = true
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+
+def _table(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def deliver_native_files(root: Path, host: str) -> tuple[bool, str]:
+    """Whether nia delivers the files ``host`` loads itself, and a warning when the setting is malformed."""
+    path = root / ".nia" / "project.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return False, ""
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return False, f"{path}: cannot read [hooks] ({exc}); nia leaves the host's own files to it"
+    hooks = _table(data.get("hooks"))
+    value = _table(hooks.get(host)).get("deliver_native_files", hooks.get("deliver_native_files", False))
+    if not isinstance(value, bool):
+        return False, f"{path}: [hooks] deliver_native_files must be true or false, not {value!r}"
+    return value, ""

@@ -1,0 +1,227 @@
+"""A loopback model server that records every request and answers in the provider's real wire format.
+
+It speaks Anthropic Messages (``POST /v1/messages``, SSE when ``"stream": true``,
+and ``/v1/messages/count_tokens``) for Claude Code and OpenAI Responses
+(``POST /v1/responses``, SSE) for Codex. Every request body is kept in
+:attr:`FakeModel.requests`, so a test asserts on what an agent actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Recorded:
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_stream(text: str, model: str) -> bytes:
+    msg_id = "msg_" + uuid.uuid4().hex[:24]
+    usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    parts = [
+        _sse(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+            },
+        ),
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        ),
+        _sse("ping", {"type": "ping"}),
+        _sse(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        ),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        ),
+        _sse("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(parts)
+
+
+def anthropic_message(text: str, model: str) -> dict[str, Any]:
+    return {
+        "id": "msg_" + uuid.uuid4().hex[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 1},
+    }
+
+
+def responses_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
+    resp_id = "resp_" + uuid.uuid4().hex[:24]
+    item_id = "msg_" + uuid.uuid4().hex[:24]
+    base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
+    item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    done_part = {"type": "output_text", "text": text, "annotations": []}
+    done_item = {**item, "status": "completed", "content": [done_part]}
+    usage = {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 1,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + 1,
+    }
+    events = [
+        ("response.created", {"type": "response.created", "response": base}),
+        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+        (
+            "response.content_part.added",
+            {
+                "type": "response.content_part.added",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "part": part,
+            },
+        ),
+        (
+            "response.output_text.delta",
+            {
+                "type": "response.output_text.delta",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": text,
+            },
+        ),
+        (
+            "response.output_text.done",
+            {
+                "type": "response.output_text.done",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "text": text,
+            },
+        ),
+        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": done_item}),
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": {**base, "status": "completed", "output": [done_item], "usage": usage},
+            },
+        ),
+    ]
+    return b"".join(_sse(name, data) for name, data in events)
+
+
+class FakeModel:
+    """``with FakeModel() as server:`` serves on ``server.url`` until the block ends."""
+
+    def __init__(self, reply: str = "OK", input_tokens: int = 10) -> None:
+        self.reply = reply
+        self.input_tokens = input_tokens
+        """Reported as the usage of every response (a large figure makes an agent compact)."""
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> FakeModel:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def model_requests(self) -> list[Recorded]:
+        """The conversation requests (not token counts, not title generation side calls)."""
+        with self._lock:
+            return [r for r in self.requests if r.path.split("?")[0] in ("/v1/messages", "/v1/responses")]
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                self._send(200, b"", "text/plain")
+
+            def do_GET(self) -> None:
+                self._send(200, b"{}", "application/json")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {"_raw": raw.decode("utf-8", "replace")}
+                path = self.path
+                with fake._lock:
+                    fake.requests.append(Recorded(path, body, dict(self.headers.items())))
+                bare = path.split("?")[0]
+                model = str(body.get("model", "fake-model"))
+                if bare.endswith("/count_tokens"):
+                    self._send(200, json.dumps({"input_tokens": 10}).encode(), "application/json")
+                elif bare == "/v1/messages":
+                    if body.get("stream"):
+                        self._send(200, anthropic_stream(fake.reply, model), "text/event-stream")
+                    else:
+                        self._send(200, json.dumps(anthropic_message(fake.reply, model)).encode(), "application/json")
+                elif bare == "/v1/responses":
+                    self._send(200, responses_stream(fake.reply, model, fake.input_tokens), "text/event-stream")
+                else:
+                    self._send(404, b'{"error": "not found"}', "application/json")
+
+            def _send(self, status: int, data: bytes, content_type: str) -> None:
+                self.send_response(status)
+                self.send_header("content-type", content_type)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,161 @@
+"""nia's hooks inside the real Claude Code (pinned), against a loopback model server.
+
+Every assertion is on the requests Claude Code sent to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.agents.conftest import hook_log, nia, write_plugin
+from tests.agents.harness import ClaudeCode, agent_binary, request_text
+
+START = "SessionStart hook additional context: "
+PROMPT = "UserPromptSubmit hook additional context: "
+
+
+@pytest.fixture
+def claude(project, agent_home, server):
+    agent_binary("claude")
+    done = nia("hook", "install", "claude-code", "--program", _program(), cwd=project)
+    assert done.returncode == 0, done.stderr
+    return ClaudeCode(project, agent_home, server)
+
+
+def _program() -> str:
+    from tests.agents.harness import nia_program
+
+    return nia_program()
+
+
+def told(sent: str, text: str) -> int:
+    """How many times a nia hook (SessionStart or UserPromptSubmit) told the model ``text``."""
+    return sent.count(START + text) + sent.count(PROMPT + text)
+
+
+def last_request(server) -> str:
+    requests = [r for r in server.model_requests() if r.body.get("messages")]
+    assert requests, "Claude Code sent no request"
+    return request_text(requests[-1].body)
+
+
+def turn(claude, prompt, resume=None):
+    result = claude.turn(prompt, resume)
+    assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+    assert result.session_id
+    return result.session_id
+
+
+def test_baseline_once_then_nothing_then_an_update_then_a_removal(claude, project, server):
+    sid = turn(claude, "first")
+    sent = last_request(server)
+    assert sent.count("ACME-RULE: one") == 1  # the baseline, once
+    assert sent.count("Environment:\n- Working directory:") == 1
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Claude Code's own copy only: nia does not say it twice
+    assert PROMPT not in sent  # nothing changed between SessionStart and the first prompt
+
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert sent.count("ACME-RULE: one") == 1 and sent.count(START) == 1
+    assert PROMPT not in sent  # an unchanged turn adds no nia text at all
+
+    write_plugin(project, "two")  # live development: the plugin's author edits it
+    turn(claude, "third", sid)
+    sent = last_request(server)
+    assert told(sent, "ACME-RULE changed: two (was one)") == 1
+    assert sent.count("ACME-RULE") == 2  # the baseline and the update: nothing else
+
+    (project / ".nia" / "plugins" / "acme.py").unlink()
+    turn(claude, "fourth", sid)
+    sent = last_request(server)
+    assert told(sent, "ACME-RULE-REMOVED: the acme rule no longer applies.") == 1
+    assert sent.count("ACME-RULE changed: two (was one)") == 1  # earlier updates stay where they were
+
+    entries = [e for e in hook_log(project) if e["host_session"] == sid]
+    assert [(e["event"], e["outcome"]) for e in entries] == [
+        ("SessionStart", "initialized"),
+        ("UserPromptSubmit", "unchanged"),
+        ("SessionStart", "unchanged"),
+        ("UserPromptSubmit", "unchanged"),
+        ("SessionStart", "updated"),  # a resumed session: the delta since the last turn
+        ("UserPromptSubmit", "unchanged"),
+        ("SessionStart", "updated"),
+        ("UserPromptSubmit", "unchanged"),
+    ]
+    assert entries[4]["changed"] == ["~acme/rule"] and entries[6]["changed"] == ["-acme/rule"]
+    assert {e["epoch"] for e in entries} == {1}
+
+
+def test_a_broken_plugin_never_fails_the_turn(claude, project, server):
+    sid = turn(claude, "first")
+    broken = project / ".nia" / "plugins" / "broken.py"
+    broken.write_text("raise RuntimeError('the broken plugin exploded')\n")
+    hanging = project / ".nia" / "plugins" / "slow.py"
+    hanging.write_text(
+        "import time\nfrom nia_core import ContextSource, hookimpl\n"
+        "@hookimpl\ndef nia_context_sources(location):\n"
+        "    return [ContextSource(key='slow/thing', load=lambda: time.sleep(30), baseline=str, timeout=0.5)]\n"
+    )
+    write_plugin(project, "two")
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert told(sent, "ACME-RULE changed: two (was one)") == 1  # what could be rendered still arrives
+    last = [e for e in hook_log(project) if e["host_session"] == sid][-2]  # the resumed SessionStart
+    assert last["outcome"] == "updated"
+    assert any("broken" in w and "exploded" in w for w in last["warnings"]), last["warnings"]
+    assert any("slow/thing" in w for w in last["warnings"]), last["warnings"]
+
+
+def test_compaction_and_clear_start_new_epochs(claude, project, server):
+    sid = turn(claude, "first")
+    turn(claude, "/compact", sid)
+    turn(claude, "after compaction", sid)
+    sent = last_request(server)
+    assert sent.count(START + "Environment:") == 1  # the fresh baseline; the old one went with the summary
+    entries = [e for e in hook_log(project) if e["host_session"] == sid]
+    compacted = [e for e in entries if e["source"] == "compact"]
+    assert compacted and compacted[0]["outcome"] == "initialized" and compacted[0]["epoch"] == 2
+    assert entries[-1]["epoch"] == 2
+
+    cleared = claude.turn("/clear", sid)
+    assert cleared.returncode == 0
+    clear_entries = [e for e in hook_log(project) if e["source"] == "clear"]
+    assert clear_entries and clear_entries[0]["outcome"] == "initialized"
+
+
+def test_a_lost_update_is_sent_again(claude, project, server):
+    sid = turn(claude, "first")
+    write_plugin(project, "two")
+    # A hook run whose output never reached Claude Code (the host crashed, say): admitted, not delivered.
+    lost = {"session_id": sid, "cwd": str(project), "hook_event_name": "UserPromptSubmit", "prompt": "x"}
+    transcript = next(iter(claude.home.glob(".claude/projects/*/*.jsonl")))
+    lost["transcript_path"] = str(transcript)
+    done = subprocess.run(
+        [_program(), "hook", "claude-code"],
+        input=json.dumps(lost),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=claude.env(),
+        timeout=60,
+    )
+    assert "ACME-RULE changed: two" in done.stdout
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert sent.count("ACME-RULE changed: two (was one)") == 1
+    resumed = [e for e in hook_log(project) if e["host_session"] == sid][-2]
+    assert resumed["event"] == "SessionStart" and "resent" in resumed["outcome"]
+
+
+def test_agents_md_is_nias_again_with_the_switch_on(claude, project, server):
+    (project / ".nia" / "project.toml").write_text("[hooks]\ndeliver_native_files = true\n")
+    sid = turn(claude, "first")
+    sent = last_request(server)
+    assert sent.count("AGENTS-SAYS: use tabs.") == 2  # Claude Code's copy and nia's baseline
+    (project / "AGENTS.md").write_text("AGENTS-SAYS: use spaces.\n")
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert told(sent, "The AGENTS.md instructions changed.") == 1

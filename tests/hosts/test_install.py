@@ -1,0 +1,161 @@
+"""``nia hook install|uninstall|status``: nia's entries only, everything else kept, idempotent."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from nia_core.cli import cli
+
+
+def run(*args, cwd=None, **kwargs):
+    import os
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(cli, list(args), **kwargs)
+    finally:
+        os.chdir(old)
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+OTHER_HOOK = {"matcher": "Bash", "hooks": [{"type": "command", "command": "echo other", "timeout": 5}]}
+
+
+def claude_settings(root):
+    return root / ".claude" / "settings.json"
+
+
+def nia_commands(data, event, host):
+    return [
+        h["command"]
+        for group in data.get("hooks", {}).get(event, [])
+        for h in group.get("hooks", [])
+        if h.get("command", "").endswith(f"hook {host}")
+    ]
+
+
+def test_install_claude_code_keeps_every_other_key_and_entry_and_is_idempotent(project):
+    path = claude_settings(project)
+    path.parent.mkdir()
+    existing = {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"UserPromptSubmit": [OTHER_HOOK], "PreToolUse": [OTHER_HOOK]},
+        "model": "opus",
+    }
+    path.write_text(json.dumps(existing, indent=4))
+    result = run("hook", "install", "claude-code", cwd=project)
+    assert result.exit_code == 0, result.output
+    data = json.loads(path.read_text())
+    assert data["permissions"] == existing["permissions"] and data["model"] == "opus"
+    assert list(data) == ["permissions", "hooks", "model"]  # key order kept
+    assert data["hooks"]["PreToolUse"] == [OTHER_HOOK]
+    assert data["hooks"]["UserPromptSubmit"][0] == OTHER_HOOK
+    assert nia_commands(data, "UserPromptSubmit", "claude-code") == ["nia hook claude-code"]
+    assert nia_commands(data, "SessionStart", "claude-code") == ["nia hook claude-code"]
+    before = path.read_bytes()
+    again = run("hook", "install", "claude-code", "--project", cwd=project)
+    assert again.exit_code == 0 and "already installed" in again.output
+    assert path.read_bytes() == before
+
+
+def test_uninstall_removes_only_nias_handlers(project):
+    path = claude_settings(project)
+    path.parent.mkdir()
+    path.write_text(json.dumps({"hooks": {"UserPromptSubmit": [OTHER_HOOK]}, "env": {"A": "1"}}))
+    assert run("hook", "install", "claude-code", cwd=project).exit_code == 0
+    result = run("hook", "uninstall", "claude-code", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert json.loads(path.read_text()) == {"hooks": {"UserPromptSubmit": [OTHER_HOOK]}, "env": {"A": "1"}}
+    assert "no nia claude-code hooks" in run("hook", "uninstall", "claude-code", cwd=project).output
+
+
+def test_install_user_scope_writes_the_user_settings(project, isolated_environment):
+    result = run("hook", "install", "claude-code", "--user", "--program", "/opt/nia/bin/nia", cwd=project)
+    assert result.exit_code == 0, result.output
+    data = json.loads((isolated_environment / ".claude" / "settings.json").read_text())
+    assert nia_commands(data, "SessionStart", "claude-code") == ["/opt/nia/bin/nia hook claude-code"]
+    assert not claude_settings(project).exists()
+    # a re-install with another program path updates nia's entry instead of adding a second one
+    run("hook", "install", "claude-code", "--user", cwd=project)
+    data = json.loads((isolated_environment / ".claude" / "settings.json").read_text())
+    assert nia_commands(data, "SessionStart", "claude-code") == ["nia hook claude-code"]
+
+
+def test_invalid_settings_are_named_and_left_untouched(project):
+    path = claude_settings(project)
+    path.parent.mkdir()
+    path.write_text('{"hooks": [1, 2')
+    result = run("hook", "install", "claude-code", cwd=project)
+    assert result.exit_code != 0
+    assert str(path) in result.output and "not valid JSON" in result.output
+    assert "Traceback" not in result.output
+    assert path.read_text() == '{"hooks": [1, 2'
+
+
+def test_project_and_user_exclude_each_other(project):
+    result = run("hook", "install", "codex", "--project", "--user", cwd=project)
+    assert result.exit_code == 2 and "exclude each other" in result.output
+
+
+def test_install_codex_writes_hooks_json_and_the_feature_flag_keeping_toml_comments(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    config = project / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('# my settings\nmodel = "o3"  # keep me\n\n[features]\nweb_search = true\n')
+    result = run("hook", "install", "codex", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "approve" in result.output  # the trust review is the user's
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())
+    assert nia_commands(hooks, "UserPromptSubmit", "codex") == ["nia hook codex"]
+    text = config.read_text()
+    assert text.startswith('# my settings\nmodel = "o3"  # keep me\n')
+    assert "web_search = true" in text and "hooks = true" in text
+    before = (config.read_bytes(), (project / ".codex" / "hooks.json").read_bytes())
+    assert "already installed" in run("hook", "install", "codex", cwd=project).output
+    assert (config.read_bytes(), (project / ".codex" / "hooks.json").read_bytes()) == before
+    assert not (tmp_path / "codex-home").exists()  # a project install touches no user file
+
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    codex_project = next(s for s in status if s["host"] == "codex" and s["scope"] == "project")
+    assert codex_project["events"] == ["SessionStart", "UserPromptSubmit"]
+    assert codex_project["feature_enabled"] is True and codex_project["trusted_events"] == []
+
+    assert run("hook", "uninstall", "codex", cwd=project).exit_code == 0
+    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
+
+
+def test_status_reads_codex_trust_records_without_writing_them(project, monkeypatch, tmp_path):
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    assert run("hook", "install", "codex", "--user", cwd=project).exit_code == 0
+    hooks_path = home / "hooks.json"
+    config = home / "config.toml"
+    config.write_text(
+        config.read_text() + f'\n[hooks.state."{hooks_path}:user_prompt_submit:0:0"]\ntrusted_hash = "sha256:abc"\n'
+    )
+    before = config.read_bytes()
+    result = run("hook", "status", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "not reviewed yet" in result.output  # SessionStart has no record
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    user = next(s for s in status if s["host"] == "codex" and s["scope"] == "user")
+    assert user["trusted_events"] == ["UserPromptSubmit"]
+    assert config.read_bytes() == before
+
+
+def test_status_lists_every_host_and_scope(project):
+    run("hook", "install", "claude-code", cwd=project)
+    result = run("hook", "status", cwd=project)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert any(line.startswith("claude-code") and "project" in line and "UserPromptSubmit" in line for line in lines)
+    assert any(line.startswith("codex") and "not installed" in line for line in lines)
