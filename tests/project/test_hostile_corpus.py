@@ -16,6 +16,7 @@ end of the file.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -267,6 +268,49 @@ def read_commands_toml(world: World, case: Case) -> Result:
     return result
 
 
+def _hook(world: World, cwd: Path) -> Result:
+    payload = {"session_id": "corpus-1", "cwd": str(cwd), "hook_event_name": "SessionStart", "source": "startup"}
+    previous = os.environ.get("NIA_HOOK_DEADLINE")
+    os.environ["NIA_HOOK_DEADLINE"] = "600"  # in-process: the watchdog must never end pytest
+    try:
+        box: dict[str, Result] = {}
+        stdin = json.dumps(payload)
+        worker = threading.Thread(
+            target=lambda: box.update(result=CliRunner().invoke(cli, ["hook", "claude-code"], input=stdin)),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "nia hook hung"
+        return box["result"]
+    finally:
+        if previous is None:
+            del os.environ["NIA_HOOK_DEADLINE"]
+        else:
+            os.environ["NIA_HOOK_DEADLINE"] = previous
+
+
+def read_agents_md_through_a_host_hook(world: World, case: Case) -> Result:
+    """The door an agent opens in every repository: AGENTS.md delivered by ``nia hook`` (the switch on)."""
+    case.plant(world, world.repo / "AGENTS.md")
+    (world.repo / ".nia" / "project.toml").write_text("[hooks]\ndeliver_native_files = true\n")
+    (world.repo / "sub").mkdir()
+    (world.repo / "sub" / "AGENTS.md").write_text(f"{GOOD}\n")
+    result = _hook(world, world.repo / "sub")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout
+    return result
+
+
+def read_project_toml_through_a_host_hook(world: World, case: Case) -> Result:
+    case.plant(world, world.repo / ".nia" / "project.toml")
+    (world.repo / "AGENTS.md").write_text(f"{GOOD}\n")
+    result = _hook(world, world.repo)
+    assert result.exit_code == 0, result.output
+    assert "Environment:" in result.stdout  # the hook answered; the hostile file was not read
+    return result
+
+
 READERS = [
     read_context_file,
     read_context_file_via_symlinked_folder,
@@ -279,11 +323,13 @@ READERS = [
     read_agents_md_in_a_subfolder,
     read_project_toml,
     read_commands_toml,
+    read_agents_md_through_a_host_hook,
+    read_project_toml_through_a_host_hook,
 ]
 
 
 def test_the_corpus_covers_every_reader_and_enough_cases():
-    assert len(CASES) >= 10 and len(READERS) >= 11
+    assert len(CASES) >= 10 and len(READERS) >= 13
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
