@@ -21,11 +21,14 @@ from nia_core.cli.app import App
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import canonical_model
+from nia_core.providers.pricing import PriceTable, prices_at
+from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
 from nia_core.sessions import (
     Blocked,
     Contexts,
     Deferred,
     EpochRecord,
+    HistoryEntry,
     Message,
     SessionRecord,
     Store,
@@ -37,6 +40,7 @@ from nia_core.sessions import (
     switch_model,
 )
 from nia_core.sessions.epochs import ReplaceOutcome
+from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionActivity
 
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
@@ -139,6 +143,29 @@ def _message_json(message: Message, snapshot_id: str | None = None, created: str
     return item
 
 
+def _entry_json(entry: HistoryEntry) -> dict[str, Any]:
+    item = _message_json(entry.message, entry.snapshot_id, entry.created)
+    if entry.reply is not None:
+        item["reply"] = {
+            "model": entry.reply.model,
+            "usage": usage_json(entry.reply.usage),
+            "stop_reason": entry.reply.stop_reason,
+            "refusal": entry.reply.refusal,
+            "left_out": entry.message.refused,
+        }
+    return item
+
+
+def _reply_text(reply: ReplyRecord) -> str:
+    """``[usage: 12,345 in · …]`` under a reply, and what its refusal did."""
+    parts = [f"[{reply.model}: {usage_line(reply.usage)}"]
+    if reply.resets_turn:
+        parts.append("; refused: this turn is left out of later requests")
+    elif reply.refusal:
+        parts.append("; refused")
+    return "".join(parts) + "]"
+
+
 LABELS = {
     "user": "user",
     "assistant": "assistant",
@@ -199,7 +226,7 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
                     }
                     for e in epochs
                 ],
-                "messages": [_message_json(h.message, h.snapshot_id, h.created) for h in history],
+                "messages": [_entry_json(h) for h in history],
                 "pending": [_message_json(m) for m in state.pending],
             }
             click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -211,6 +238,8 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
             while waiting and waiting[0].start_seq <= seq:
                 _epoch_line(waiting.pop(0))
             click.echo(f"#{seq} " + _message_text(entry.message))
+            if entry.reply is not None:
+                click.echo("  " + _reply_text(entry.reply))
         for epoch in waiting:
             _epoch_line(epoch)
         if record.epoch is None and epochs:
@@ -406,3 +435,31 @@ def _activity_json(seen: SessionActivity | None) -> dict[str, Any]:
     if seen is None:
         return {"messages": None, "last_activity": None}
     return {"messages": seen.messages, "last_activity": seen.last_activity}
+
+
+@session.command("stats")
+@click.argument("session_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_context
+def stats_command(ctx: click.Context, session_id: str, as_json: bool) -> None:
+    """Turns, tokens, cache-read share and estimated cost (beside the cost with no cache hits)."""
+    with opened(ctx, session_id) as (store, full_id):
+        record = store.session(full_id)
+        history = store.history(full_id)
+        table = _prices(App.of(ctx), record.location)
+        totals = session_totals(history, table)
+    if as_json:
+        click.echo(json.dumps({"session": full_id, "model": record.model, **totals_json(totals)}, indent=2))
+        return
+    click.echo(f"session {full_id}  {record.model}")
+    for line in totals_text(totals):
+        click.echo(line)
+
+
+def _prices(app: App, location: str) -> PriceTable:
+    """The project's price table; the built-in one when the session's folder is gone."""
+    try:
+        where = app.runtime.locate(location)
+    except (NiaError, OSError):
+        return PriceTable()
+    return prices_at(where.nia_dir / "project.toml")

@@ -54,6 +54,7 @@ from nia_core.sessions.errors import (
     UnknownSession,
     UnsupportedDatabase,
 )
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
@@ -147,6 +148,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 created TEXT NOT NULL
             )""",
             "CREATE INDEX pending_by_session ON pending (session_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            # Each reply's model, token usage and stop reason (nia_core/sessions/replies.py); NULL before.
+            "ALTER TABLE messages ADD COLUMN reply TEXT",
         ),
     ),
 )
@@ -882,7 +890,7 @@ class PostgresStore(Store):
     def history(self, session_id: str) -> list[HistoryEntry]:
         def work(tx: _Tx) -> list[tuple[Any, ...]]:
             rows = tx.all(
-                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created FROM sessions s"
+                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created, m.reply FROM sessions s"
                 " LEFT JOIN messages m ON m.session_id = s.id WHERE s.id = %s ORDER BY m.seq",
                 (session_id,),
             )
@@ -955,7 +963,7 @@ class PostgresStore(Store):
 
         return self._run(session_id, "promote the input", work, write=True)
 
-    def append(self, session_id: str, message: Message) -> Message:
+    def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
         def work(tx: _Tx) -> Message:
             session, (next_seq, latest) = self._lock(
                 tx,
@@ -964,7 +972,17 @@ class PostgresStore(Store):
                 ("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,)),
             )
             epoch = session.epoch if session.epoch is not None else latest.fetchone()[0]  # type: ignore[index]
-            return self._insert_messages(tx, session_id, _first(next_seq), epoch, [message], None)[0]
+            seq = _first(next_seq)
+            stored = self._insert_messages(tx, session_id, seq, epoch, [message], None)[0]
+            if reply is not None:
+                text = encode_reply(reply)
+                tx.send("UPDATE messages SET reply = %s WHERE session_id = %s AND seq = %s", (text, session_id, seq))
+                tx.prove(
+                    "reply",
+                    "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %s AND seq = %s AND reply = %s)",
+                    (session_id, seq, text),
+                )
+            return with_record(stored, reply)
 
         return self._run(session_id, f"store the {message.kind} message", work, write=True)
 

@@ -16,6 +16,7 @@ from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
 from nia_core.model import MESSAGE_KINDS, Message, ToolCall
 from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
@@ -304,9 +305,9 @@ def epoch_record(
 
 
 def history_entry(
-    session_id: str, seq: Any, epoch: Any, kind: Any, body: Any, snapshot_id: Any, created: Any
+    session_id: str, seq: Any, epoch: Any, kind: Any, body: Any, snapshot_id: Any, created: Any, reply: Any = None
 ) -> HistoryEntry:
-    """A ``messages`` row, every column checked."""
+    """A ``messages`` row, every column checked (``reply``: the record of schema 2, see replies.py)."""
     seq = whole_number(session_id, "a message number (seq)", seq)
     where = f"message #{seq}"
     message = message_from_row(
@@ -317,10 +318,12 @@ def history_entry(
         seq,
         whole_number(session_id, f"{where}: its epoch", epoch, optional=True),
     )
+    record = decode_reply(session_id, where, reply)
     return HistoryEntry(
-        message,
+        with_record(message, record),
         text_value(session_id, f"{where}: its creation time", created),
         text_value(session_id, f"{where}: its snapshot id", snapshot_id, optional=True),
+        record,
     )
 
 

@@ -31,6 +31,7 @@ from nia_core.sessions.errors import (
     StoreError,
     UnknownSession,
 )
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
@@ -114,6 +115,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 created TEXT NOT NULL
             )""",
             "CREATE INDEX pending_by_session ON pending (session_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            # Each reply's model, token usage and stop reason (nia_core/sessions/replies.py); NULL before.
+            "ALTER TABLE messages ADD COLUMN reply TEXT",
         ),
     ),
 )
@@ -381,15 +389,26 @@ class SQLiteStore(Store):
         epoch: int | None,
         message: Message,
         snapshot_id: str | None = None,
+        reply: ReplyRecord | None = None,
     ) -> Message:
         conn.execute(
-            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, seq, epoch, message.kind, message_body(message), snapshot_id, now()),
+            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created, reply)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                seq,
+                epoch,
+                message.kind,
+                message_body(message),
+                snapshot_id,
+                now(),
+                None if reply is None else encode_reply(reply),
+            ),
         )
-        return Message(
+        stored = Message(
             message.kind, message.text, message.tool_calls, message.tool_call_id, message.is_error, seq, epoch
         )
+        return with_record(stored, reply)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -483,7 +502,7 @@ class SQLiteStore(Store):
         with self._read(session_id, "read the history") as conn:
             self._session_row(conn, session_id)
             rows = conn.execute(
-                "SELECT seq, epoch, kind, body, snapshot_id, created FROM messages"
+                "SELECT seq, epoch, kind, body, snapshot_id, created, reply FROM messages"
                 " WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after),
             ).fetchall()
@@ -539,14 +558,15 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM pending WHERE session_id = ? AND id <= ?", (session_id, rows[-1][0]))
             return promoted
 
-    def append(self, session_id: str, message: Message) -> Message:
+    def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
         with self._write(session_id, f"store the {message.kind} message") as conn:
             session = self._session_row(conn, session_id)
             epoch = session.epoch
             if epoch is None:
                 row = conn.execute("SELECT MAX(number) FROM epochs WHERE session_id = ?", (session_id,)).fetchone()
                 epoch = row[0]
-            return self._insert_message(conn, session_id, self._next_seq(conn, session_id), epoch, message)
+            seq = self._next_seq(conn, session_id)
+            return self._insert_message(conn, session_id, seq, epoch, message, reply=reply)
 
     # -- epoch writes ---------------------------------------------------------------------
 
