@@ -435,3 +435,10 @@ def test_replies_of_an_unexpected_shape_are_one_clear_error_or_read(raw, make, m
         send(make(raw.url), model, False)
     except HttpError as exc:
         assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/x", "http://[::1/x", "javascript:alert(1)", "//"])
+def test_a_redirect_to_an_invalid_url_is_refused(raw, location):
+    raw.default = lambda h: respond(h, 307, b"", {"Location": location})
+    with pytest.raises(HttpError, match=r"refused a redirect \(HTTP 307\)|invalid URL|more than 5 redirects"):
+        send(chat(raw.url), CHAT, False)
