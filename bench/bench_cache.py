@@ -19,10 +19,14 @@ The same script runs three ways, in lockstep, over the same files:
 
 Every request is lowered through the ``anthropic-messages`` lowering (and,
 in a second table, ``openai-chat``) and measured as the provider's cache
-sees it (:mod:`nia_core.providers.cache`): the bytes and estimated tokens
+sees it (:mod:`bench.prompt_cache`): the bytes and estimated tokens
 that are a byte-identical prefix of the previous request; the tokens a cache
 with Anthropic's documented rules reads, writes and misses; and the cost at
 Anthropic's multipliers (cache write 1.25x, cache read 0.1x of base input).
+Dollar figures come from the same code as ``nia session stats``
+(:mod:`nia_core.runtime.usage` with the built-in price table): each request's
+usage is what a session would store for it, priced as Claude Sonnet 4.5 and as
+gpt-4.1, beside what the same requests would cost with no cache hits.
 """
 
 from __future__ import annotations
@@ -43,27 +47,42 @@ from nia_core import ContextSource, StatCache, SystemContextRegistry, initialize
 from nia_core.context import Location, ReplacementBlocked, ReplacementReady, Snapshot, Unchanged, Updated
 from nia_core.project import locate
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.cache import (
-    CACHE_READ,
-    CACHE_WRITE,
-    AnthropicCache,
-    CacheUsage,
-    Prompt,
-    anthropic_prompt,
-    chat_cached_tokens,
-    chat_prompt,
-    shared_prefix,
-)
 from nia_core.providers.openai_chat import OpenAIChatProvider
-from nia_core.sessions.messages import Message, ModelRequest, ToolCall
+from nia_core.providers.pricing import PriceTable
+from nia_core.runtime.usage import Totals
+from nia_core.sessions.messages import Message, ModelRequest, ToolCall, Usage
 from nia_plugins import instructions
 from nia_plugins.date import date_source
 from nia_plugins.environment import environment_source
 
-SONNET_INPUT_PER_MTOK = 3.00
-"""USD per million base input tokens (Claude Sonnet 4.5), for the dollar column."""
-OPENAI_CACHED = 0.25
-"""gpt-4.1's cached-input price as a fraction of its base input price."""
+if __package__:  # imported as bench.bench_cache (the tests)
+    from bench.prompt_cache import (
+        CACHE_READ,
+        CACHE_WRITE,
+        AnthropicCache,
+        CacheUsage,
+        Prompt,
+        anthropic_prompt,
+        chat_cached_tokens,
+        chat_prompt,
+        shared_prefix,
+    )
+else:  # python bench/bench_cache.py: this folder is sys.path[0]
+    from prompt_cache import (
+        CACHE_READ,
+        CACHE_WRITE,
+        AnthropicCache,
+        CacheUsage,
+        Prompt,
+        anthropic_prompt,
+        chat_cached_tokens,
+        chat_prompt,
+        shared_prefix,
+    )
+
+SONNET = "anthropic-messages/claude-sonnet-4-5"
+GPT = "openai-chat/gpt-4.1"
+PRICES = PriceTable()
 TARGET = 0.99
 
 VOCABULARY = (
@@ -364,6 +383,9 @@ class Tally:
     previous: Prompt | None = None
     chat_previous: Prompt | None = None
     cache: AnthropicCache = field(default_factory=AnthropicCache)
+    anthropic_totals: Totals = field(default_factory=Totals)
+    """What ``nia session stats`` would report for these requests (input only: replies are scripted)."""
+    chat_totals: Totals = field(default_factory=Totals)
 
     def add(self, anthropic_body: dict[str, Any], chat_body: dict[str, Any]) -> None:
         prompt = anthropic_prompt(anthropic_body)
@@ -378,10 +400,13 @@ class Tally:
             self.usage.read + served.read, self.usage.written + served.written, self.usage.uncached + served.uncached
         )
         self.previous = prompt
+        self.anthropic_totals.add(SONNET, Usage(served.total, 0, served.read, served.written), PRICES)
         chat = chat_prompt(chat_body)
+        cached = chat_cached_tokens(self.chat_previous, chat)
         self.chat_tokens += chat.tokens
-        self.chat_cached += chat_cached_tokens(self.chat_previous, chat)
+        self.chat_cached += cached
         self.chat_previous = chat
+        self.chat_totals.add(GPT, Usage(chat.tokens, 0, cached, 0), PRICES)
 
     @property
     def byte_fraction(self) -> float:
@@ -405,7 +430,7 @@ class Tally:
 
     @property
     def chat_cost(self) -> float:
-        return (self.chat_tokens - self.chat_cached) + self.chat_cached * OPENAI_CACHED
+        return self.chat_totals.cost
 
 
 def run(turns: int) -> tuple[list[Tally], dict[str, Any]]:
@@ -470,14 +495,16 @@ def table(tallies: list[Tally], info: dict[str, Any]) -> str:
     lower, nia, naive = tallies
     rows = [
         "| run | input MB | input tokens (M, est.) | prefix of previous request: bytes | : tokens "
-        "| cache reads (Anthropic rules) | cost, base-input tokens (M) | cost, USD @ $3/MTok | cost vs lower bound |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| cache reads (Anthropic rules) | cost, base-input tokens (M) | input cost, USD (Sonnet 4.5) "
+        "| : with no cache hits | cost vs lower bound |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for tally in tallies:
+        totals = tally.anthropic_totals
         rows.append(
             f"| {tally.name} | {tally.size / 1e6:.1f} | {tally.tokens / 1e6:.1f} | {percent(tally.byte_fraction)} | "
             f"{percent(tally.token_fraction)} | {percent(tally.served_fraction)} | {tally.cost / 1e6:.2f} | "
-            f"{tally.cost * SONNET_INPUT_PER_MTOK / 1e6:.2f} | {tally.cost / lower.cost:.3f}x |"
+            f"{totals.cost:.2f} | {totals.cost_without_cache:.2f} | {tally.cost / lower.cost:.3f}x |"
         )
     ratios = {
         "bytes": nia.byte_fraction / lower.byte_fraction,
@@ -487,12 +514,14 @@ def table(tallies: list[Tally], info: dict[str, Any]) -> str:
     verdict = "PASS" if min(ratios.values()) >= TARGET else "FAIL"
     naive_ratios = naive.byte_fraction / lower.byte_fraction, naive.served_fraction / lower.served_fraction
     chat_rows = [
-        "| run | cached tokens (OpenAI rules: prefix >= 1024, 128-token steps) | cost vs lower bound (cached 0.25x) |",
-        "|---|---:|---:|",
+        "| run | cached tokens (OpenAI rules: prefix >= 1024, 128-token steps) | input cost, USD (gpt-4.1) "
+        "| : with no cache hits | cost vs lower bound |",
+        "|---|---:|---:|---:|---:|",
     ]
     for tally in tallies:
         chat_rows.append(
-            f"| {tally.name} | {percent(tally.chat_fraction)} | {tally.chat_cost / lower.chat_cost:.3f}x |"
+            f"| {tally.name} | {percent(tally.chat_fraction)} | {tally.chat_totals.cost:.2f} "
+            f"| {tally.chat_totals.cost_without_cache:.2f} | {tally.chat_cost / lower.chat_cost:.3f}x |"
         )
     header = (
         f"{info['turns']} user turns, {info['requests']} requests, {len(info['changes'])} context changes "

@@ -44,6 +44,9 @@ class Message:
     """Position in the session's durable history (assigned by the store)."""
     epoch: int | None = None
     """The context epoch it was appended in (assigned by the store)."""
+    refused: bool = False
+    """An ``assistant`` reply the provider marked as a refusal that resets the turn: the projection
+    leaves it, and the user input it answered, out of every later request."""
 
 
 @dataclass(frozen=True)

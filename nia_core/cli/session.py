@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,14 +17,18 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import canonical_model
+from nia_core.providers.pricing import PriceTable, prices_at
+from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
 from nia_core.sessions import (
     Blocked,
     Contexts,
     Deferred,
     EpochRecord,
+    HistoryEntry,
     Message,
     SessionRecord,
     Store,
@@ -37,6 +40,7 @@ from nia_core.sessions import (
     switch_model,
 )
 from nia_core.sessions.epochs import ReplaceOutcome
+from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionActivity
 
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
@@ -55,10 +59,15 @@ class SessionError(NiaError):
 
 
 @contextlib.contextmanager
-def opened(ctx: click.Context, prefix: str | None = None) -> Iterator[tuple[Store, str]]:
-    """The store and the full session id; every store error names the session."""
+def opened(ctx: click.Context, prefix: str | None = None, *, create: bool = True) -> Iterator[tuple[Store, str]]:
+    """The store and the full session id; every store error names the session.
+
+    Commands that only read pass ``create=False``: they never create the database, its folder or its tables.
+    """
+    if prefix:
+        check_text(prefix, "the session id")
     try:
-        store = open_store()
+        store = open_store(create=create)
     except StoreError as exc:
         raise exc.about(prefix) if prefix else exc from None
     try:
@@ -100,8 +109,9 @@ def new(ctx: click.Context, location: str | None, model: str | None, as_json: bo
     runtime = App.of(ctx).runtime
     where = runtime.locate(location)
     model = canonical_model(model) if model else runtime.default_model(where)
-    runtime.providers(where).check(model)
-    for warning in runtime.model_warnings(where, model):
+    providers = runtime.providers(where)
+    providers.check(model)
+    for warning in runtime.model_warnings(providers, model):
         click.echo(f"Warning: {warning}", err=True)
     with opened(ctx) as (store, _):
         record = runtime.create_session(store, where, model)
@@ -118,8 +128,7 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     Without TEXT, retries input still pending (after a blocked or failed send).
     """
     app = App.of(ctx)
-    if text == "-":
-        text = sys.stdin.read()
+    text = read_stdin() if text == "-" else None if text is None else check_text(text, "the argument TEXT")
     with opened(ctx, session_id) as (store, full_id):
         send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
 
@@ -137,6 +146,29 @@ def _message_json(message: Message, snapshot_id: str | None = None, created: str
     if created is not None:
         item["created"] = created
     return item
+
+
+def _entry_json(entry: HistoryEntry) -> dict[str, Any]:
+    item = _message_json(entry.message, entry.snapshot_id, entry.created)
+    if entry.reply is not None:
+        item["reply"] = {
+            "model": entry.reply.model,
+            "usage": usage_json(entry.reply.usage),
+            "stop_reason": entry.reply.stop_reason,
+            "refusal": entry.reply.refusal,
+            "left_out": entry.message.refused,
+        }
+    return item
+
+
+def _reply_text(reply: ReplyRecord) -> str:
+    """``[usage: 12,345 in · …]`` under a reply, and what its refusal did."""
+    parts = [f"[{reply.model}: {usage_line(reply.usage)}"]
+    if reply.resets_turn:
+        parts.append("; refused: this turn is left out of later requests")
+    elif reply.refusal:
+        parts.append("; refused")
+    return "".join(parts) + "]"
 
 
 LABELS = {
@@ -165,7 +197,7 @@ def _message_text(message: Message) -> str:
 @click.pass_context
 def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -> None:
     """Print the durable history (every message, every epoch), or with --model-view what the model sees."""
-    with opened(ctx, session_id) as (store, full_id):
+    with opened(ctx, session_id, create=False) as (store, full_id):
         state = store.state(full_id)
         history = store.history(full_id)
         record = state.session
@@ -199,7 +231,7 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
                     }
                     for e in epochs
                 ],
-                "messages": [_message_json(h.message, h.snapshot_id, h.created) for h in history],
+                "messages": [_entry_json(h) for h in history],
                 "pending": [_message_json(m) for m in state.pending],
             }
             click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
@@ -211,6 +243,8 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
             while waiting and waiting[0].start_seq <= seq:
                 _epoch_line(waiting.pop(0))
             click.echo(f"#{seq} " + _message_text(entry.message))
+            if entry.reply is not None:
+                click.echo("  " + _reply_text(entry.reply))
         for epoch in waiting:
             _epoch_line(epoch)
         if record.epoch is None and epochs:
@@ -269,8 +303,9 @@ def switch_model_command(ctx: click.Context, session_id: str, model: str) -> Non
     model = canonical_model(model)
     with opened(ctx, session_id) as (store, full_id):
         location = store.state(full_id).session.location
-        runtime.providers(location).check(model)
-        for warning in runtime.model_warnings(location, model):
+        providers = runtime.providers(location)
+        providers.check(model)
+        for warning in runtime.model_warnings(providers, model):
             click.echo(f"Warning: {warning}", err=True)
         outcome = switch_model(store, full_id, model, Contexts(runtime.context_for))
         _report(outcome, f"Session {full_id} now uses {model}")
@@ -300,7 +335,7 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 def list_command(ctx: click.Context, location: str | None, as_json: bool) -> None:
     """List the sessions, oldest first: messages, last activity, model, epoch and Location."""
     within = _absolute(location) if location is not None else None
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
         activity = store.activity()
     records = [r for r in listing.sessions if within is None or _is_within(r.location, within)]
@@ -406,3 +441,31 @@ def _activity_json(seen: SessionActivity | None) -> dict[str, Any]:
     if seen is None:
         return {"messages": None, "last_activity": None}
     return {"messages": seen.messages, "last_activity": seen.last_activity}
+
+
+@session.command("stats")
+@click.argument("session_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+@click.pass_context
+def stats_command(ctx: click.Context, session_id: str, as_json: bool) -> None:
+    """Turns, tokens, cache-read share and estimated cost (beside the cost with no cache hits)."""
+    with opened(ctx, session_id) as (store, full_id):
+        record = store.session(full_id)
+        history = store.history(full_id)
+        table = _prices(App.of(ctx), record.location)
+        totals = session_totals(history, table)
+    if as_json:
+        click.echo(json.dumps({"session": full_id, "model": record.model, **totals_json(totals)}, indent=2))
+        return
+    click.echo(f"session {full_id}  {record.model}")
+    for line in totals_text(totals):
+        click.echo(line)
+
+
+def _prices(app: App, location: str) -> PriceTable:
+    """The project's price table; the built-in one when the session's folder is gone."""
+    try:
+        where = app.runtime.locate(location)
+    except (NiaError, OSError):
+        return PriceTable()
+    return prices_at(where.nia_dir / "project.toml")

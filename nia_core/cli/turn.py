@@ -12,6 +12,7 @@ from nia_core.cli.app import App
 from nia_core.errors import NiaError, UsageError
 from nia_core.project import Workflow
 from nia_core.providers.lookup import ProviderLookup
+from nia_core.runtime.usage import reported, usage_line
 from nia_core.sessions import Blocked, Replied, Store
 
 BLOCKED_EXIT = 3
@@ -52,6 +53,18 @@ def send_turn(
                 err=True,
             )
         click.echo("" if streamed else result.reply.text)
+        reply = result.reply
+        if reply.resets_turn:
+            click.echo(
+                f"Warning: session {session_id}: the model refused (stop_reason {reply.stop_reason}); the refused "
+                "input and this reply are left out of later requests, as the provider requires; "
+                "rephrase and send again",
+                err=True,
+            )
+        elif reply.refusal:
+            click.echo(f"Warning: session {session_id}: the model refused this request", err=True)
+        if reported(reply.usage):
+            click.echo(usage_line(reply.usage), err=True)
         return result
     if isinstance(result, Blocked):
         raise SessionBlocked(f"{result}; the input is kept pending, retry with: {retry}")

@@ -10,10 +10,10 @@ import importlib
 import logging
 import os
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
@@ -24,9 +24,6 @@ from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.importing import ImportDeadline, PluginRaised, describe, import_plugin
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
-
-if TYPE_CHECKING:
-    import importlib_metadata
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -234,12 +231,6 @@ def load_builtins(host: PluginHost, selection: Selection) -> None:
             continue
         load = lambda module=module: importlib.import_module(module)  # noqa: E731
         register_imported(host, info, load, priority=order, deadline=False)
-
-
-def iter_entry_points() -> Iterator[importlib_metadata.EntryPoint]:
-    import importlib_metadata
-
-    yield from importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
 def entry_point_records() -> list[EntryPointRecord]:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nia_core.context import Location, SystemContext
+from nia_core.context import Location, SystemContext, observe
 from nia_core.host.follow import follow, project_files, user_config_folder
 from nia_core.host.reload import DevSession, ReloadResult
 from nia_core.host.watch import ChangeWatcher, WatchSettings
@@ -83,7 +83,8 @@ class LiveContext:
         """Load every plugin, render the baseline and the first view (plugins run here: stdout must be safe)."""
         session = DevSession.open(self.location, plugins_dirs=self.plugins_dirs, flags=self.flags)
         self._session = session
-        session.start()
+        # Not session.start(): a plugin development session unloads a plugin whose renderer fails,
+        # all its sources with it; a server keeps the plugin and shows that one source as an error.
         result = session.reload(frozenset(), reobserve=True)
         if result is not None:
             self._publish(result, announce=False)
@@ -152,10 +153,17 @@ class LiveContext:
         workflows = self._workflows_fingerprint()
         prompts = workflows != self._workflows
         self._workflows = workflows
-        if outcome is None or result.assembly is None:
+        if result.assembly is None:
             change = Change(prompts_listed=prompts)
         else:
-            view = build_view(result.assembly, outcome.observations, self.view)
+            # A renderer that failed stopped the reconcile (outcome None): observe once more, and
+            # let the view set that one source aside, so one broken source never freezes the others.
+            observations = (
+                outcome.observations
+                if outcome is not None
+                else observe(result.assembly.context.sources, self.session.host.timeout)
+            )
+            view = build_view(result.assembly, observations, self.view)
             uris, listed = self.view.changed(view)
             self.view = view
             change = Change(tuple(uris), listed, prompts)

@@ -36,7 +36,18 @@ DEFAULT_DEADLINE = 1800.0
 """Seconds per call: a long streamed reply fits; a server that only sends keep-alives does not hang nia."""
 
 KNOWN_KEYS = frozenset(
-    {"base_url", "api_key", "api_key_env", "timeout", "deadline", "max_retries", "backoff", "max_tokens", "models"}
+    {
+        "base_url",
+        "api_key",
+        "api_key_env",
+        "timeout",
+        "deadline",
+        "max_retries",
+        "backoff",
+        "max_tokens",
+        "models",
+        "prices",
+    }
 )
 
 

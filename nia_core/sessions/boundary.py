@@ -39,6 +39,7 @@ from nia_core.sessions.epochs import (
 )
 from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
+from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionState, Store
 
 
@@ -260,5 +261,6 @@ def run_turn(
         raise ProviderError(
             f"session {session_id}: {request.model} failed: {exc}; the input is kept and the next send retries it"
         ) from exc
-    message = store.append(session_id, Message("assistant", reply.text, reply.tool_calls))
+    record = ReplyRecord.of(request.model, reply)
+    message = store.append(session_id, Message("assistant", reply.text, reply.tool_calls), reply=record)
     return Replied(result, reply, message)

@@ -48,12 +48,12 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
-    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
     UnsupportedDatabase,
 )
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
@@ -67,6 +67,7 @@ from nia_core.sessions.serialize import (
     message_body,
     parse_segments,
     pending_message,
+    refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -147,6 +148,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 created TEXT NOT NULL
             )""",
             "CREATE INDEX pending_by_session ON pending (session_id, id)",
+        ),
+    ),
+    (
+        2,
+        (
+            # Each reply's model, token usage and stop reason (nia_core/sessions/replies.py); NULL before.
+            "ALTER TABLE messages ADD COLUMN reply TEXT",
         ),
     ),
 )
@@ -430,6 +438,12 @@ class PostgresStore(Store):
                     raise self._translate(exc, session_id, action) from None
             except psycopg.Error as exc:
                 raise self._translate(exc, session_id, action) from None
+            except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
+                raise StoreError(
+                    f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
+                    "nothing was changed",
+                    session_id,
+                ) from None
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
 
@@ -882,7 +896,7 @@ class PostgresStore(Store):
     def history(self, session_id: str) -> list[HistoryEntry]:
         def work(tx: _Tx) -> list[tuple[Any, ...]]:
             rows = tx.all(
-                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created FROM sessions s"
+                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created, m.reply FROM sessions s"
                 " LEFT JOIN messages m ON m.session_id = s.id WHERE s.id = %s ORDER BY m.seq",
                 (session_id,),
             )
@@ -916,8 +930,7 @@ class PostgresStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
-        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
-            raise RefusedInput(session_id, "the input is empty (only whitespace)")
+        refuse_unsendable(session_id, message)
 
         def work(tx: _Tx) -> None:
             # Locked so a concurrent promote sees this input wholly before or wholly after it.
@@ -955,7 +968,7 @@ class PostgresStore(Store):
 
         return self._run(session_id, "promote the input", work, write=True)
 
-    def append(self, session_id: str, message: Message) -> Message:
+    def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
         def work(tx: _Tx) -> Message:
             session, (next_seq, latest) = self._lock(
                 tx,
@@ -964,7 +977,17 @@ class PostgresStore(Store):
                 ("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,)),
             )
             epoch = session.epoch if session.epoch is not None else latest.fetchone()[0]  # type: ignore[index]
-            return self._insert_messages(tx, session_id, _first(next_seq), epoch, [message], None)[0]
+            seq = _first(next_seq)
+            stored = self._insert_messages(tx, session_id, seq, epoch, [message], None)[0]
+            if reply is not None:
+                text = encode_reply(reply)
+                tx.send("UPDATE messages SET reply = %s WHERE session_id = %s AND seq = %s", (text, session_id, seq))
+                tx.prove(
+                    "reply",
+                    "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %s AND seq = %s AND reply = %s)",
+                    (session_id, seq, text),
+                )
+            return with_record(stored, reply)
 
         return self._run(session_id, f"store the {message.kind} message", work, write=True)
 

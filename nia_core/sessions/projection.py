@@ -7,6 +7,8 @@ baseline made redundant or a summary stands for:
   before ``history_from``;
 - mid-conversation system messages of earlier epochs leave (the new baseline
   already says what they said);
+- a reply the provider marked as a refusal that resets the turn leaves, with
+  the user input it answered (tool results and system updates stay);
 - everything else keeps its durable order, so newly promoted input and
   settled tool results come before the system message admitted after them.
 
@@ -37,6 +39,9 @@ def project(session: SessionRecord, epoch: int | None, history: Iterable[Message
         if seq < session.history_from:
             continue
         if message.kind == "system_update" and message.epoch != epoch:
+            continue
+        if message.refused:
+            rest = _reset_turn(rest)
             continue
         if message.kind == "user" and not message.text.strip():
             continue
@@ -81,6 +86,18 @@ def misplaced_input(history: Sequence[Message]) -> list[str]:
                 "(requests move the results before it)"
             )
     return found
+
+
+def _reset_turn(projected: list[Message]) -> list[Message]:
+    """Leave out the user input of the turn a refusal answered (Anthropic requires the reset).
+
+    Tool results stay, since their calls must be answered; system updates stay,
+    since the epoch's snapshot says the model was told.
+    """
+    start = len(projected)
+    while start > 0 and projected[start - 1].kind != "assistant":
+        start -= 1
+    return projected[:start] + [m for m in projected[start:] if m.kind != "user"]
 
 
 def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[Message]) -> ModelRequest:

@@ -15,7 +15,8 @@ from typing import Any
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
 from nia_core.model import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.errors import CorruptRecord, RefusedInput
+from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
@@ -44,6 +45,18 @@ def message_body(message: Message) -> str:
     if message.is_error:
         body["is_error"] = True
     return canonical_json(body)
+
+
+def refuse_unsendable(session_id: str, message: Message) -> None:
+    """Input no provider could ever be sent is never stored: empty user text, text that is not UTF-8."""
+    if message.kind == "user" and not message.text.strip():
+        raise RefusedInput(session_id, "the input is empty (only whitespace)")
+    try:
+        message.text.encode("utf-8")
+        message_body(message).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f" at offset {exc.start}" if exc.object is message.text else ""
+        raise RefusedInput(session_id, f"the input is not valid UTF-8 text ({exc.reason}{where})") from None
 
 
 def message_from_row(session_id: str, where: str, kind: str, body: str, seq: int | None, epoch: int | None) -> Message:
@@ -304,9 +317,9 @@ def epoch_record(
 
 
 def history_entry(
-    session_id: str, seq: Any, epoch: Any, kind: Any, body: Any, snapshot_id: Any, created: Any
+    session_id: str, seq: Any, epoch: Any, kind: Any, body: Any, snapshot_id: Any, created: Any, reply: Any = None
 ) -> HistoryEntry:
-    """A ``messages`` row, every column checked."""
+    """A ``messages`` row, every column checked (``reply``: the record of schema 2, see replies.py)."""
     seq = whole_number(session_id, "a message number (seq)", seq)
     where = f"message #{seq}"
     message = message_from_row(
@@ -317,10 +330,12 @@ def history_entry(
         seq,
         whole_number(session_id, f"{where}: its epoch", epoch, optional=True),
     )
+    record = decode_reply(session_id, where, reply)
     return HistoryEntry(
-        message,
+        with_record(message, record),
         text_value(session_id, f"{where}: its creation time", created),
         text_value(session_id, f"{where}: its snapshot id", snapshot_id, optional=True),
+        record,
     )
 
 

@@ -26,11 +26,11 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
-    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
 )
+from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
@@ -44,6 +44,7 @@ from nia_core.sessions.serialize import (
     message_body,
     parse_segments,
     pending_message,
+    refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -116,6 +117,13 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX pending_by_session ON pending (session_id, id)",
         ),
     ),
+    (
+        2,
+        (
+            # Each reply's model, token usage and stop reason (nia_core/sessions/replies.py); NULL before.
+            "ALTER TABLE messages ADD COLUMN reply TEXT",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
@@ -147,6 +155,7 @@ class SQLiteStore(Store):
         timeout: float = DEFAULT_TIMEOUT,
         synchronous: str = "full",
         pragmas: Mapping[str, str | int] | None = None,
+        create: bool = True,
     ) -> None:
         self.path = Path(path).expanduser()
         self.url = str(self.path)
@@ -161,12 +170,19 @@ class SQLiteStore(Store):
         self._histories: dict[str, list[HistoryEntry]] = {}
         self._ids: dict[str, str] = {}
         self._cached_bytes = 0
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder for the database {self.path}: {exc.strerror or exc}") from None
+        # A reader (create=False) never creates a file or folder: a missing database reads as an empty one.
+        target: str | Path = self.path
+        if not create and not self.path.exists():
+            target = ":memory:"
+        elif create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder for the database {self.path}: {exc.strerror or exc}"
+                ) from None
         with self._guard(None, "open the database"):
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
             if synchronous.lower() not in ("full", "normal"):
                 raise StoreError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
@@ -189,6 +205,12 @@ class SQLiteStore(Store):
             yield
         except sqlite3.Error as exc:
             raise self._translate(exc, session_id, action) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
+            raise StoreError(
+                f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
+                "nothing was changed",
+                session_id,
+            ) from None
 
     def _translate(self, exc: sqlite3.Error, session_id: str | None, action: str) -> StoreError:
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -381,15 +403,26 @@ class SQLiteStore(Store):
         epoch: int | None,
         message: Message,
         snapshot_id: str | None = None,
+        reply: ReplyRecord | None = None,
     ) -> Message:
         conn.execute(
-            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, seq, epoch, message.kind, message_body(message), snapshot_id, now()),
+            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created, reply)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                seq,
+                epoch,
+                message.kind,
+                message_body(message),
+                snapshot_id,
+                now(),
+                None if reply is None else encode_reply(reply),
+            ),
         )
-        return Message(
+        stored = Message(
             message.kind, message.text, message.tool_calls, message.tool_call_id, message.is_error, seq, epoch
         )
+        return with_record(stored, reply)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -483,7 +516,7 @@ class SQLiteStore(Store):
         with self._read(session_id, "read the history") as conn:
             self._session_row(conn, session_id)
             rows = conn.execute(
-                "SELECT seq, epoch, kind, body, snapshot_id, created FROM messages"
+                "SELECT seq, epoch, kind, body, snapshot_id, created, reply FROM messages"
                 " WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after),
             ).fetchall()
@@ -511,8 +544,7 @@ class SQLiteStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
-        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
-            raise RefusedInput(session_id, "the input is empty (only whitespace)")
+        refuse_unsendable(session_id, message)
         with self._write(session_id, "keep the input") as conn:
             self._session_row(conn, session_id)
             conn.execute(
@@ -539,14 +571,15 @@ class SQLiteStore(Store):
                 conn.execute("DELETE FROM pending WHERE session_id = ? AND id <= ?", (session_id, rows[-1][0]))
             return promoted
 
-    def append(self, session_id: str, message: Message) -> Message:
+    def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
         with self._write(session_id, f"store the {message.kind} message") as conn:
             session = self._session_row(conn, session_id)
             epoch = session.epoch
             if epoch is None:
                 row = conn.execute("SELECT MAX(number) FROM epochs WHERE session_id = ?", (session_id,)).fetchone()
                 epoch = row[0]
-            return self._insert_message(conn, session_id, self._next_seq(conn, session_id), epoch, message)
+            seq = self._next_seq(conn, session_id)
+            return self._insert_message(conn, session_id, seq, epoch, message, reply=reply)
 
     # -- epoch writes ---------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from nia_core.context import Snapshot
 from nia_core.model import Message
 from nia_core.sessions.errors import CorruptRecord, RevisionConflict, StoreError
+from nia_core.sessions.replies import ReplyRecord
 
 __all__ = [
     "ActiveEpoch",
@@ -128,6 +129,8 @@ class HistoryEntry:
     created: str
     snapshot_id: str | None = None
     """For a ``system_update``: the snapshot it advanced its epoch to."""
+    reply: ReplyRecord | None = None
+    """For an ``assistant`` reply: model, token usage and stop reason (``None`` for rows before schema 2)."""
 
 
 @dataclass(frozen=True)
@@ -218,8 +221,11 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def append(self, session_id: str, message: Message) -> Message:
-        """Append a message (the provider's reply) to the history; returns it with ``seq`` and ``epoch``."""
+    def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
+        """Append a message (the provider's reply) to the history; returns it with ``seq`` and ``epoch``.
+
+        ``reply`` (model, usage, stop reason) is stored with it in the same transaction.
+        """
 
     # -- epoch writes (compare-and-swap on the revision) -------------------------------
 

@@ -105,7 +105,12 @@ def test_an_older_revision_subscribes_and_gets_notifications(tmp_path):
     heard = Events()
 
     async def on_message(message: object) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification | types.ResourceListChangedNotification):
+        if isinstance(
+            message,
+            types.ResourceUpdatedNotification
+            | types.ResourceListChangedNotification
+            | types.PromptListChangedNotification,
+        ):
             heard.add(message)
 
     async def main() -> None:
@@ -131,6 +136,13 @@ def test_an_older_revision_subscribes_and_gets_notifications(tmp_path):
             await heard.settle()
             assert named(heard.items, types.ResourceListChangedNotification) == 1
             assert OTHER not in [str(r.uri) for r in (await client.list_resources()).resources]
+
+            heard.items.clear()
+            write(project / ".nia" / "commands.toml", '[[workflows]]\ntarget = "docs"\n')
+            await heard.wait(lambda e: named(e, types.PromptListChangedNotification) >= 1, "the prompt list change")
+            await heard.settle()
+            assert named(heard.items, types.PromptListChangedNotification) == 1
+            assert uris(heard.items) == []
 
     anyio.run(main)
 

@@ -119,3 +119,32 @@ def nia_context_sources(location):
             assert (await client.call_tool("context_changes", {})).structured_content["kind"] == "baseline"
 
     anyio.run(main)
+
+
+def test_a_failing_renderer_makes_only_its_source_an_error(tmp_path):
+    two = """
+from nia_core import ContextSource, hookimpl
+
+def broken(value):
+    raise ValueError("cannot render " + value)
+
+@hookimpl
+def nia_context_sources(location):
+    return [
+        ContextSource(key="two/good", load=lambda: "fine", baseline=lambda v: "good: " + v),
+        ContextSource(key="two/bad", load=lambda: "oops", baseline=broken),
+    ]
+"""
+    project = make_project(tmp_path / "p", plugins={"two": two})
+
+    async def main() -> None:
+        async with stdio_client(project) as client:
+            listed = {str(r.uri): r for r in (await client.list_resources()).resources}
+            assert listed["nia://source/two/good"].meta["status"] == "ok"
+            assert listed["nia://source/two/bad"].meta["status"] == "error"
+            assert (await client.read_resource("nia://source/two/good")).contents[0].text == "good: fine"
+            with pytest.raises(MCPError, match="ValueError: cannot render oops"):
+                await client.read_resource("nia://source/two/bad")
+            assert "good: fine" in (await client.read_resource("nia://context")).contents[0].text
+
+    anyio.run(main)

@@ -8,9 +8,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
-from pg_runners import set_value
 
 from nia_core.cli import cli
+from nia_core.sessions import SCHEMA_VERSION
+
+from .pg_runners import set_value
 
 pytestmark = pytest.mark.postgres
 
@@ -42,18 +44,20 @@ def test_migrate_creates_then_finds_nothing_to_do(on_postgres: str) -> None:
     first = nia("db", "migrate")
     assert first.exit_code == 0, first.output
     assert first.output.startswith("postgresql://postgres@127.0.0.1:") or first.output.startswith("postgresql://")
-    assert first.output.rstrip().endswith("(PostgreSQL): created at schema version 1")
+    assert first.output.rstrip().endswith(f"(PostgreSQL): created at schema version {SCHEMA_VERSION}")
     again = nia("db", "migrate")
-    assert again.output.rstrip().endswith("(PostgreSQL): already at schema version 1")
+    assert again.output.rstrip().endswith(f"(PostgreSQL): already at schema version {SCHEMA_VERSION}")
 
 
 def test_migrate_brings_an_older_schema_up(on_postgres: str) -> None:
     sql(on_postgres, "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (0)")
     check = nia("db", "check")
     assert check.exit_code == 1
-    assert "is at schema version 0, this nia uses 1; run: nia db migrate" in check.output
+    assert f"is at schema version 0, this nia uses {SCHEMA_VERSION}; run: nia db migrate" in check.output
     result = nia("db", "migrate")
-    assert result.exit_code == 0 and result.output.rstrip().endswith("migrated from schema version 0 to 1")
+    assert result.exit_code == 0 and result.output.rstrip().endswith(
+        f"migrated from schema version 0 to {SCHEMA_VERSION}"
+    )
 
 
 def test_check_leaves_an_empty_database_alone(on_postgres: str) -> None:
@@ -71,7 +75,7 @@ def test_check_refuses_a_newer_schema(on_postgres: str) -> None:
     for command in ("check", "migrate"):
         result = nia("db", command)
         assert result.exit_code == 1
-        assert "was written by a newer nia (schema version 7; this nia knows up to 1)" in result.output
+        assert f"was written by a newer nia (schema version 7; this nia knows up to {SCHEMA_VERSION})" in result.output
 
 
 def test_every_session_command_runs_on_postgres_and_check_finds_them_consistent(
@@ -99,7 +103,10 @@ def test_every_session_command_runs_on_postgres_and_check_finds_them_consistent(
 
     check = nia("db", "check")
     assert check.exit_code == 0, check.output
-    assert check.output.splitlines()[-2:] == ["schema version: 1 (current)", "sessions: 1 checked, all consistent"]
+    assert check.output.splitlines()[-2:] == [
+        f"schema version: {SCHEMA_VERSION} (current)",
+        "sessions: 1 checked, all consistent",
+    ]
 
 
 def test_check_names_each_damaged_session(on_postgres: str, project: Path) -> None:
@@ -125,8 +132,8 @@ def test_db_commands_work_on_sqlite_too(tmp_path: Path, monkeypatch: pytest.Monk
         f"Error: no database at {path} (NIA_DB); `nia db migrate` creates one"
     )
     assert not path.exists()
-    assert nia("db", "migrate").output.strip() == f"{path} (SQLite): created at schema version 1"
-    assert nia("db", "migrate").output.strip() == f"{path} (SQLite): already at schema version 1"
+    assert nia("db", "migrate").output.strip() == f"{path} (SQLite): created at schema version {SCHEMA_VERSION}"
+    assert nia("db", "migrate").output.strip() == f"{path} (SQLite): already at schema version {SCHEMA_VERSION}"
     set_value(project, 1)
     session_id = nia("session", "new", "--location", str(project)).output.strip()
     assert nia("session", "send", session_id, "hi").exit_code == 0
@@ -134,6 +141,6 @@ def test_db_commands_work_on_sqlite_too(tmp_path: Path, monkeypatch: pytest.Monk
     assert check.exit_code == 0, check.output
     assert check.output.splitlines() == [
         f"database: {path} (SQLite)",
-        "schema version: 1 (current)",
+        f"schema version: {SCHEMA_VERSION} (current)",
         "sessions: 1 checked, all consistent",
     ]

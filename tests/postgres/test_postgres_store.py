@@ -14,10 +14,8 @@ import textwrap
 import urllib.parse
 from pathlib import Path
 
-import pg_server
 import psycopg
 import pytest
-from pg_faults import SessionLock
 
 from nia_core import Snapshot, SnapshotEntry
 from nia_core.sessions import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
@@ -31,6 +29,9 @@ from nia_core.sessions import (
     open_store,
 )
 from nia_core.sessions.postgres import NIA_TABLES, SCHEMA_VERSION, PostgresStore
+
+from . import pg_server
+from .pg_faults import SessionLock
 
 pytestmark = pytest.mark.postgres
 
@@ -161,7 +162,9 @@ def test_unmigrated_then_migrated_on_request(pg_url: str) -> None:
 def test_a_database_from_a_newer_nia_is_refused_untouched(pg_url: str) -> None:
     PostgresStore(pg_url).close()
     sql(pg_url, "UPDATE schema_version SET version = 99")
-    with pytest.raises(NewerSchema, match=r"written by a newer nia \(schema version 99; this nia knows up to 1\)"):
+    with pytest.raises(
+        NewerSchema, match=rf"written by a newer nia \(schema version 99; this nia knows up to {SCHEMA_VERSION}\)"
+    ):
         open_store(pg_url)
     assert sql(pg_url, "SELECT version FROM schema_version") == [(99,)]
 

@@ -17,3 +17,14 @@ def test_a_short_run_admits_every_change_once_and_meets_the_target():
     assert naive.served_fraction < nia.served_fraction
     assert naive.cost > nia.cost > lower.cost
     assert "PASS" in table(tallies, info)
+
+
+def test_the_dollar_figures_are_what_session_stats_would_report():
+    tallies, _info = run(20)
+    for tally in tallies:
+        totals = tally.anthropic_totals
+        assert totals.turns == tally.requests and totals.priced == tally.requests
+        assert totals.usage.cached_input_tokens == tally.usage.read
+        assert totals.cost < totals.cost_without_cache
+    lower, nia, naive = tallies
+    assert lower.anthropic_totals.cost <= nia.anthropic_totals.cost < naive.anthropic_totals.cost

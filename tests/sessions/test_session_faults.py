@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from session_checks import problems
-from session_world import World
 
 from nia_core.cli import cli
 from nia_core.providers.echo import EchoProvider
-from nia_core.sessions import DatabaseFull, Message, Replied, SQLiteStore, run_turn
+from nia_core.sessions import SCHEMA_VERSION, DatabaseFull, Message, Replied, SQLiteStore, run_turn
+
+from .session_checks import problems
+from .session_world import World
 
 
 def nia(*args: str) -> Result:
@@ -89,7 +90,7 @@ def test_a_database_from_a_newer_nia(sqlite_path: Path, session_id: str) -> None
     assert result.exit_code == 1
     assert result.output == (
         f"Error: session {session_id}: the database {sqlite_path} was written by a newer nia (schema version 99; "
-        "this nia knows up to 1); upgrade nia, or set NIA_DB to use another database\n"
+        f"this nia knows up to {SCHEMA_VERSION}); upgrade nia, or set NIA_DB to use another database\n"
     )
     listed = nia("session", "list")
     assert listed.exit_code == 1 and listed.output.startswith(f"Error: the database {sqlite_path} was written by")
