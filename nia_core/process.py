@@ -59,9 +59,9 @@ def _stray_threads() -> list[threading.Thread]:
 
 
 def _flush() -> None:
-    from nia_core import stdio
+    from nia_core.stdio import finish
 
-    stdio.finish()
+    finish()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             if stream is not None:
@@ -70,12 +70,12 @@ def _flush() -> None:
 
 def run(command: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Run a console command (a click command in standalone mode) as a whole process."""
-    from nia_core import stdio
+    from nia_core.stdio import redirect_fd
 
     with contextlib.suppress(ValueError):  # not the main thread: keep Python's handler
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
-    stdio.redirect_fd()
+    redirect_fd()
     code: Any = 0
     try:
         command(*args, **kwargs)

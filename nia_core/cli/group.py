@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from nia_core import stdio
 from nia_core.cli.app import App
 from nia_core.errors import NiaError
+from nia_core.stdio import protect
 
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
 
@@ -87,7 +87,7 @@ class NiaGroup(click.Group):
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Every invocation (console script or test runner) keeps plugins' prints off stdout."""
-        with stdio.protect():
+        with protect():
             return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pluggy
 
-from nia_core import hookspecs, stdio
+from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError
@@ -27,6 +27,7 @@ from nia_core.host.importing import describe, import_deadline
 from nia_core.host.plugin import Origin, PluginInfo
 from nia_core.process import is_user_interrupt
 from nia_core.project.toml import read_toml
+from nia_core.stdio import PLUGIN_CODE
 
 log = logging.getLogger("nia.host")
 
@@ -121,7 +122,7 @@ class PluginHost:
             if self.pm.has_plugin(name):
                 self.unregister(name)
             try:
-                with stdio.PLUGIN_CODE:  # replays nia_location_opened: plugin code
+                with PLUGIN_CODE:  # replays nia_location_opened: plugin code
                     self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as exc:
                 info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
@@ -164,7 +165,7 @@ class PluginHost:
 
             def guarded(*args: Any, _function: Any = function) -> None:
                 try:
-                    with stdio.PLUGIN_CODE:
+                    with PLUGIN_CODE:
                         _function(*args)
                 except BaseException as exc:
                     if is_user_interrupt(exc):
@@ -388,7 +389,7 @@ class PluginHost:
     def register_commands(self, cli: Any) -> None:
         for impl in self.pm.hook.nia_register_commands.get_hookimpls():
             try:
-                with stdio.PLUGIN_CODE:
+                with PLUGIN_CODE:
                     impl.function(cli=cli)
             except BaseException as exc:
                 if is_user_interrupt(exc):

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nia_core import process
+from nia_core.process import abandon
 
 IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT = 5.0
@@ -90,7 +90,7 @@ def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
     thread.start()
     thread.join(deadline)
     if thread.is_alive():
-        process.abandon(thread)
+        abandon(thread)
         raise ImportDeadline(deadline)
     if "error" in outcome:
         error = outcome.pop("error")

@@ -37,7 +37,6 @@ from typing import Any, Literal
 
 import importlib_metadata
 
-from nia_core import process, stdio
 from nia_core.context import (
     EMPTY_SNAPSHOT,
     Assembly,
@@ -72,6 +71,8 @@ from nia_core.host.localimport import (
 )
 from nia_core.host.plugin import PluginInfo
 from nia_core.host.watch import ignored
+from nia_core.process import is_user_interrupt
+from nia_core.stdio import PLUGIN_CODE
 
 UnitKind = Literal["local", "package"]
 
@@ -657,12 +658,12 @@ class DevSession:
             if "config" in impl.argnames:
                 arguments["config"] = self.host.plugin_config(name, self.location)
             try:
-                with stdio.PLUGIN_CODE:
+                with PLUGIN_CODE:
                     impl.function(**{arg: arguments[arg] for arg in impl.argnames if arg in arguments})
             except Exception as exc:  # noqa: BLE001 - this is what we are looking for
                 return exc
             except BaseException as exc:
-                if process.is_user_interrupt(exc):
+                if is_user_interrupt(exc):
                     raise
                 return exc
         return None
