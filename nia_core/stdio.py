@@ -3,12 +3,14 @@
 Machine-readable output (``--json``, protocol streams such as ``nia mcp``'s
 stdio) must stay parseable whatever a plugin prints at import, in a hook, in a
 loader or from a thread of its own. While :func:`protect` is in force,
-``sys.stdout`` is a router: a write reaches the real stdout only from the main
-thread *outside* :func:`plugin_code`; every other write (any other thread, or
-plugin code the main thread runs) goes to ``sys.stderr``. Plugin imports,
+``sys.stdout`` is a router: a write reaches the real stdout only from the
+command's thread (the one that entered :func:`protect`, normally the main
+thread) *outside* :func:`plugin_code`; every other write (any other thread, or
+plugin code the command's thread runs) goes to ``sys.stderr``. Plugin imports,
 producers and loaders run on worker threads, so they are routed without any
-marking; main-thread plugin calls (renderers, ``nia_location_opened``,
-``nia_register_commands``) are wrapped in :func:`plugin_code`.
+marking; plugin calls on the command's thread (renderers,
+``nia_location_opened``, ``nia_register_commands``) are wrapped in
+:func:`plugin_code`.
 
 A real process also gets :func:`redirect_fd`: file descriptor 1 itself is
 pointed at stderr and the real stdout is kept on a private descriptor, so
@@ -26,9 +28,10 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 _local = threading.local()
+_owner: threading.Thread | None = None
+"""The thread that runs nia's command (the one that entered :func:`protect`); the main thread by default."""
 _private: IO[str] | None = None
 """The real stdout after :func:`redirect_fd`."""
-_main = threading.main_thread()
 
 
 class plugin_code:
@@ -47,7 +50,8 @@ PLUGIN_CODE = plugin_code()
 
 
 def _to_real() -> bool:
-    return threading.current_thread() is _main and not getattr(_local, "depth", 0)
+    owner = _owner or threading.main_thread()
+    return threading.current_thread() is owner and not getattr(_local, "depth", 0)
 
 
 class Router:
@@ -112,15 +116,18 @@ def real_stdout() -> IO[str]:
 @contextlib.contextmanager
 def protect() -> Iterator[Router]:
     """Route ``sys.stdout`` (see the module docstring) until the block ends."""
+    global _owner
     previous = sys.stdout
     if isinstance(previous, Router):
         yield previous
         return
     router = Router(previous)
     sys.stdout = router  # type: ignore[assignment]
+    owner, _owner = _owner, threading.current_thread()
     try:
         yield router
     finally:
+        _owner = owner
         if sys.stdout is router:
             sys.stdout = previous
 
