@@ -26,7 +26,7 @@ from nia_core.hosts import hooklog
 from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
 from nia_core.hosts.output import fit
 from nia_core.hosts.settings import deliver_native_files
-from nia_core.hosts.transcript import contains, read
+from nia_core.hosts.transcript import Transcript
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -136,7 +136,7 @@ def _missing(
     is found: the ones after it are what the host lost (a crash, dropped
     output). Without a readable transcript nothing is concluded.
     """
-    transcript = read(transcript_path)
+    transcript = Transcript.open(transcript_path)
     if transcript is None:
         return []
     state = store.state(session_id)
@@ -151,7 +151,7 @@ def _missing(
     ]
     lost: list[str] = []
     for text in reversed(texts[-RESEND_DEPTH:]):
-        if contains(transcript, _printed(adapter, text, root)):
+        if transcript.contains(_printed(adapter, text, root)):
             break
         lost.append(text)
     return list(reversed(lost))

@@ -323,3 +323,14 @@ def test_the_worked_example_in_docs_hosts_md_does_what_it_says(tmp_path):
     (root / "RELEASE").unlink()
     (root / ".nia" / "plugins" / "release.py").unlink()
     assert host.hook("UserPromptSubmit")[0] == "There is no planned release any more."
+
+
+def test_a_long_transcript_is_searched_whole_when_its_end_does_not_answer(project, tmp_path):
+    host = Host("codex", project)
+    host.transcript = tmp_path / "rollout.jsonl"
+    assert host.hook("SessionStart", "startup")[0] is not None
+    with open(host.transcript, "a") as handle:  # a long conversation since: the baseline is far from the end
+        for i in range(3000):
+            handle.write(json.dumps({"type": "response_item", "text": f"turn {i} " + "x" * 500}) + "\n")
+    text, err = host.hook("UserPromptSubmit")
+    assert text is None and "sent again" not in err
