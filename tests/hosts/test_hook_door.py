@@ -121,9 +121,10 @@ def test_a_conversation_turn_by_turn(name, project):
     assert entries[2]["printed"] == len(update.encode())
 
 
+@pytest.mark.parametrize("name", HOSTS)
 @pytest.mark.parametrize("source", ["compact", "clear"])
-def test_compact_and_clear_start_a_new_epoch(project, source):
-    host = Host("claude-code", project)
+def test_compact_and_clear_start_a_new_epoch(project, source, name):
+    host = Host(name, project)
     assert host.hook("SessionStart", "startup")[0] is not None
     (project / "rule.txt").write_text("two\n")
     fresh, _ = host.hook("SessionStart", source)
