@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nia_core.errors import NiaError
 from nia_core.hosts import hooklog
 from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
 from nia_core.hosts.output import fit
@@ -75,7 +76,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
         _answer(adapter, hook, runtime, result)
     except Exception as exc:  # noqa: BLE001 - the host's turn must never fail because of nia
         entry.outcome = "failed"
-        entry.warnings.append(f"{type(exc).__name__}: {exc}" if not str(exc).startswith("session") else str(exc))
+        entry.warnings.append(str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {exc}")
     return result
 
 
@@ -120,11 +121,7 @@ def _in_flight(hook: HookInput, session_id: str) -> bool:
 def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> str:
     from pathlib import Path
 
-    return fit(text, adapter.output_limit, adapter.measure, Path(root), _unit(adapter)).text
-
-
-def _unit(adapter: HostAdapter) -> str:
-    return "bytes" if adapter.name == "codex" else "characters"
+    return fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit).text
 
 
 def _missing(
@@ -188,7 +185,7 @@ def _report(
     if not parts:
         return
     text = "\n\n".join(parts)
-    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), _unit(adapter))
+    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit)
     if fitted.problem:
         entry.warnings.append(fitted.problem)
     entry.full_text = fitted.full_path
