@@ -19,7 +19,7 @@ The same script runs three ways, in lockstep, over the same files:
 
 Every request is lowered through the ``anthropic-messages`` lowering (and,
 in a second table, ``openai-chat``) and measured as the provider's cache
-sees it (:mod:`nia_core.providers.cache`): the bytes and estimated tokens
+sees it (:mod:`bench.prompt_cache`): the bytes and estimated tokens
 that are a byte-identical prefix of the previous request; the tokens a cache
 with Anthropic's documented rules reads, writes and misses; and the cost at
 Anthropic's multipliers (cache write 1.25x, cache read 0.1x of base input).
@@ -47,17 +47,6 @@ from nia_core import ContextSource, StatCache, SystemContextRegistry, initialize
 from nia_core.context import Location, ReplacementBlocked, ReplacementReady, Snapshot, Unchanged, Updated
 from nia_core.project import locate
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.cache import (
-    CACHE_READ,
-    CACHE_WRITE,
-    AnthropicCache,
-    CacheUsage,
-    Prompt,
-    anthropic_prompt,
-    chat_cached_tokens,
-    chat_prompt,
-    shared_prefix,
-)
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.pricing import PriceTable
 from nia_core.runtime.usage import Totals
@@ -65,6 +54,31 @@ from nia_core.sessions.messages import Message, ModelRequest, ToolCall, Usage
 from nia_plugins import instructions
 from nia_plugins.date import date_source
 from nia_plugins.environment import environment_source
+
+if __package__:  # imported as bench.bench_cache (the tests)
+    from bench.prompt_cache import (
+        CACHE_READ,
+        CACHE_WRITE,
+        AnthropicCache,
+        CacheUsage,
+        Prompt,
+        anthropic_prompt,
+        chat_cached_tokens,
+        chat_prompt,
+        shared_prefix,
+    )
+else:  # python bench/bench_cache.py: this folder is sys.path[0]
+    from prompt_cache import (
+        CACHE_READ,
+        CACHE_WRITE,
+        AnthropicCache,
+        CacheUsage,
+        Prompt,
+        anthropic_prompt,
+        chat_cached_tokens,
+        chat_prompt,
+        shared_prefix,
+    )
 
 SONNET = "anthropic-messages/claude-sonnet-4-5"
 GPT = "openai-chat/gpt-4.1"

@@ -489,7 +489,7 @@ def parse_status(out: bytes, relative: Any) -> _Parsed:
         elif kind == "u":
             fields = record.split(" ", 10)
             parsed.conflicted += 1
-            parsed.conflicts.append((relative(fields[-1]), f"in conflict ({CONFLICTS.get(fields[1], 'unmerged')})"))
+            parsed.conflicts.append((relative(fields[-1]), f"in conflict: {CONFLICTS.get(fields[1], 'unmerged')}"))
         elif kind == "?":
             parsed.untracked += 1
             parsed.new.append((relative(record[2:]), "untracked"))
@@ -593,7 +593,7 @@ class Observer:
 
     def _relative(self, path: str) -> str:
         if self._strip and path.startswith(self._strip):
-            path = path[len(self._strip) :]
+            path = path[len(self._strip) :] or "./"  # the project folder itself, untracked as a whole
         return quoted(self._prepend + path)
 
     def signature(self) -> tuple[Any, ...]:
@@ -656,7 +656,7 @@ class Observer:
             if detail:
                 log.warning("%s: git status said: %s", KEY, detail)
             if "dubious ownership" in detail:
-                raise GitFailed("git refuses to read this repository: it belongs to another user (safe.directory)")
+                raise GitFailed("git refuses to read this repository: it belongs to another user (see safe.directory)")
             if "not a git repository" in detail:
                 raise GitFailed("git does not recognise the `.git` here as a repository")
             raise GitFailed(f"`git status` failed with exit status {code}")
@@ -839,9 +839,11 @@ def _tree_change(old: GitStatus, new: GitStatus) -> str:
         groups: dict[str, list[str]] = {}
         for path, label in new.entries:
             if path not in before:
-                groups.setdefault(label, []).append(path)
+                groups.setdefault(label.split(":")[0], []).append(path)  # conflicts of every kind together
         for label, paths in groups.items():
-            if label == "untracked":
+            if label == "in conflict":
+                phrases.append(f"{_n_files(len(paths))} now in conflict ({_names(paths)})")
+            elif label == "untracked":
                 phrases.append(f"{len(paths)} new untracked {_n_files(len(paths)).split(' ', 1)[1]} ({_names(paths)})")
             else:
                 phrases.append(f"{_n_files(len(paths))} {label} since the last message ({_names(paths)})")

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import click
 
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, StoreError, db_url, open_store
 from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.open import check_postgres_url, scheme_of
 from nia_core.sessions.projection import misplaced_input, unsettled_tool_calls
 
 
@@ -26,12 +26,16 @@ class CheckFailed(NiaError):
 
 
 def is_postgres(url: str) -> bool:
-    return urlsplit(url).scheme in ("postgresql", "postgres")
+    """Whether ``url`` names PostgreSQL; a malformed ``NIA_DB`` is reported here, before anything opens."""
+    if scheme_of(url) in ("postgresql", "postgres"):
+        check_postgres_url(url)
+        return True
+    return False
 
 
 def sqlite_file(url: str) -> Path:
     """The file a SQLite ``NIA_DB`` (a path or ``sqlite:///path?…``) names."""
-    if url.startswith("sqlite:"):
+    if url[:7].lower() == "sqlite:":
         rest = url[len("sqlite:") :]
         url = (rest[2:] if rest.startswith("//") else rest).partition("?")[0]
     return Path(url).expanduser()
@@ -89,10 +93,11 @@ def check() -> None:
         store: Store = postgres
         version, current = postgres.schema_version, postgres.SCHEMA_VERSION
     else:
+        store = open_store(url, create=False)  # a malformed NIA_DB is reported first
         path = sqlite_file(url)
         if not path.exists():
+            store.close()
             raise CheckFailed(f"no database at {path} (NIA_DB); `nia db migrate` creates one")
-        store = open_store(url)
         version = current = SCHEMA_VERSION
     with store:
         click.echo(f"database: {describe(store, url)}")

@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
 from nia_core.providers.base import canonical_model
@@ -59,10 +59,15 @@ class SessionError(NiaError):
 
 
 @contextlib.contextmanager
-def opened(ctx: click.Context, prefix: str | None = None) -> Iterator[tuple[Store, str]]:
-    """The store and the full session id; every store error names the session."""
+def opened(ctx: click.Context, prefix: str | None = None, *, create: bool = True) -> Iterator[tuple[Store, str]]:
+    """The store and the full session id; every store error names the session.
+
+    Commands that only read pass ``create=False``: they never create the database, its folder or its tables.
+    """
+    if prefix:
+        check_text(prefix, "the session id")
     try:
-        store = open_store()
+        store = open_store(create=create)
     except StoreError as exc:
         raise exc.about(prefix) if prefix else exc from None
     try:
@@ -122,8 +127,7 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     Without TEXT, retries input still pending (after a blocked or failed send).
     """
     app = App.of(ctx)
-    if text == "-":
-        text = sys.stdin.read()
+    text = read_stdin() if text == "-" else None if text is None else check_text(text, "the argument TEXT")
     with opened(ctx, session_id) as (store, full_id):
         send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
 
@@ -192,7 +196,7 @@ def _message_text(message: Message) -> str:
 @click.pass_context
 def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -> None:
     """Print the durable history (every message, every epoch), or with --model-view what the model sees."""
-    with opened(ctx, session_id) as (store, full_id):
+    with opened(ctx, session_id, create=False) as (store, full_id):
         state = store.state(full_id)
         history = store.history(full_id)
         record = state.session
@@ -329,7 +333,7 @@ def move_command(ctx: click.Context, session_id: str, directory: str) -> None:
 def list_command(ctx: click.Context, location: str | None, as_json: bool) -> None:
     """List the sessions, oldest first: messages, last activity, model, epoch and Location."""
     within = _absolute(location) if location is not None else None
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
         activity = store.activity()
     records = [r for r in listing.sessions if within is None or _is_within(r.location, within)]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
+from nia_core.cli.textin import check_text, read_stdin, stdin_is_terminal
 from nia_core.context import Generation, Location, initialize
 from nia_core.errors import InitializationBlocked, NiaError, UsageError
 from nia_core.project import translog
@@ -94,11 +94,10 @@ def _read_input(operation: Operation, words: tuple[str, ...]) -> tuple[str | Non
     if not operation.user_input:
         return None, None
     if words:
-        return " ".join(words), "argument"
-    stdin = sys.stdin
-    if stdin.isatty():
+        return check_text(" ".join(words), "the input argument"), "argument"
+    if stdin_is_terminal():
         return None, None
-    return stdin.read(), "stdin"
+    return read_stdin("the input on stdin"), "stdin"
 
 
 def _command_line(target: str, operation: str, params: dict[str, Any], input_source: str | None) -> str:

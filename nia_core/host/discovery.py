@@ -10,10 +10,10 @@ import importlib
 import logging
 import os
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey
@@ -22,9 +22,6 @@ from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
-
-if TYPE_CHECKING:
-    import importlib_metadata
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -190,12 +187,6 @@ def load_builtins(host: PluginHost, selection: Selection) -> None:
             host.record(info)
             continue
         register_imported(host, info, lambda module=module: importlib.import_module(module), priority=order)
-
-
-def iter_entry_points() -> Iterator[importlib_metadata.EntryPoint]:
-    import importlib_metadata
-
-    yield from importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
 
 
 def entry_point_records() -> list[EntryPointRecord]:

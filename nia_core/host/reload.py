@@ -472,8 +472,7 @@ class DevSession:
             info = self.host.plugins[name]
             info.enabled = False
             info.error = None
-            if hasattr(info, "disabled_by"):
-                info.disabled_by = self._selection.reason(name, builtin=info.origin == "built-in")
+            info.disabled_by = self._selection.reason(name, builtin=info.origin == "built-in")
         if was_registered:
             plan.unloaded.append(name)
 

@@ -107,11 +107,6 @@ class WatchSettings:
     tick_ms: int = 50
     """How often an idle watcher wakes up to notice new folders to watch and a stop request."""
 
-    @classmethod
-    def watchfiles_defaults(cls) -> WatchSettings:
-        """``watchfiles``' own defaults, for comparison in the benchmark."""
-        return cls(step_ms=50, debounce_ms=1_600, settle_ms=0, poll_delay_ms=300, recheck_ms=0)
-
 
 Batch = frozenset[Path] | None
 """Changed paths; ``None`` asks for a full check (after the watcher restarted)."""

@@ -48,7 +48,6 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
-    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
@@ -68,6 +67,7 @@ from nia_core.sessions.serialize import (
     message_body,
     parse_segments,
     pending_message,
+    refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -438,6 +438,12 @@ class PostgresStore(Store):
                     raise self._translate(exc, session_id, action) from None
             except psycopg.Error as exc:
                 raise self._translate(exc, session_id, action) from None
+            except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
+                raise StoreError(
+                    f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
+                    "nothing was changed",
+                    session_id,
+                ) from None
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
 
@@ -924,8 +930,7 @@ class PostgresStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
-        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
-            raise RefusedInput(session_id, "the input is empty (only whitespace)")
+        refuse_unsendable(session_id, message)
 
         def work(tx: _Tx) -> None:
             # Locked so a concurrent promote sees this input wholly before or wholly after it.

@@ -15,7 +15,7 @@ from typing import Any
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
 from nia_core.model import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.errors import CorruptRecord, RefusedInput
 from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
     EpochRecord,
@@ -45,6 +45,18 @@ def message_body(message: Message) -> str:
     if message.is_error:
         body["is_error"] = True
     return canonical_json(body)
+
+
+def refuse_unsendable(session_id: str, message: Message) -> None:
+    """Input no provider could ever be sent is never stored: empty user text, text that is not UTF-8."""
+    if message.kind == "user" and not message.text.strip():
+        raise RefusedInput(session_id, "the input is empty (only whitespace)")
+    try:
+        message.text.encode("utf-8")
+        message_body(message).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f" at offset {exc.start}" if exc.object is message.text else ""
+        raise RefusedInput(session_id, f"the input is not valid UTF-8 text ({exc.reason}{where})") from None
 
 
 def message_from_row(session_id: str, where: str, kind: str, body: str, seq: int | None, epoch: int | None) -> Message:

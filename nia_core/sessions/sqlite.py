@@ -26,7 +26,6 @@ from nia_core.sessions.errors import (
     DatabaseFull,
     DatabaseLocked,
     NewerSchema,
-    RefusedInput,
     RevisionConflict,
     StoreError,
     UnknownSession,
@@ -45,6 +44,7 @@ from nia_core.sessions.serialize import (
     message_body,
     parse_segments,
     pending_message,
+    refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
     snapshot_manifest,
@@ -155,6 +155,7 @@ class SQLiteStore(Store):
         timeout: float = DEFAULT_TIMEOUT,
         synchronous: str = "full",
         pragmas: Mapping[str, str | int] | None = None,
+        create: bool = True,
     ) -> None:
         self.path = Path(path).expanduser()
         self.url = str(self.path)
@@ -169,12 +170,19 @@ class SQLiteStore(Store):
         self._histories: dict[str, list[HistoryEntry]] = {}
         self._ids: dict[str, str] = {}
         self._cached_bytes = 0
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(f"cannot create the folder for the database {self.path}: {exc.strerror or exc}") from None
+        # A reader (create=False) never creates a file or folder: a missing database reads as an empty one.
+        target: str | Path = self.path
+        if not create and not self.path.exists():
+            target = ":memory:"
+        elif create:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the folder for the database {self.path}: {exc.strerror or exc}"
+                ) from None
         with self._guard(None, "open the database"):
-            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
             if synchronous.lower() not in ("full", "normal"):
                 raise StoreError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
@@ -197,6 +205,12 @@ class SQLiteStore(Store):
             yield
         except sqlite3.Error as exc:
             raise self._translate(exc, session_id, action) from exc
+        except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
+            raise StoreError(
+                f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
+                "nothing was changed",
+                session_id,
+            ) from None
 
     def _translate(self, exc: sqlite3.Error, session_id: str | None, action: str) -> StoreError:
         name = getattr(exc, "sqlite_errorname", "") or ""
@@ -530,8 +544,7 @@ class SQLiteStore(Store):
     def enqueue(self, session_id: str, message: Message) -> None:
         if message.kind not in ("user", "tool_result"):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
-        if message.kind == "user" and not message.text.strip():  # it could never be sent: never store it
-            raise RefusedInput(session_id, "the input is empty (only whitespace)")
+        refuse_unsendable(session_id, message)
         with self._write(session_id, "keep the input") as conn:
             self._session_row(conn, session_id)
             conn.execute(

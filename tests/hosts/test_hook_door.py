@@ -299,3 +299,27 @@ def test_attached_sessions_work_unchanged_on_postgresql(postgres_db, project):
     assert result.exit_code == 0, result.output
     sessions = json.loads(result.output)
     assert [s["model"] for s in sessions] == ["claude-code/attached"] and sessions[0]["epoch"] == 1
+
+
+def test_the_worked_example_in_docs_hosts_md_does_what_it_says(tmp_path):
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "hosts.md").read_text()
+    plugin = next(b for b in re.findall(r"```python\n(.*?)```", doc, re.S) if "shop/release" in b)
+    root = tmp_path / "shop"
+    (root / ".git").mkdir(parents=True)
+    (root / ".nia" / "plugins").mkdir(parents=True)
+    (root / ".nia" / "plugins" / "release.py").write_text(plugin)
+    (root / "RELEASE").write_text("2.4\n")
+    host = Host("claude-code", root)
+    baseline, _ = host.hook("SessionStart", "startup")
+    assert baseline is not None and baseline.endswith("The next release is 2.4.")
+    assert "The next release is 2.4." in doc
+    assert host.hook("UserPromptSubmit")[0] is None
+    (root / "RELEASE").write_text("2.5\n")
+    update, _ = host.hook("SessionStart", "resume")
+    assert update == "The next release is now 2.5 (was 2.4)."
+    assert f"SessionStart hook additional context: {update}" in doc
+    (root / "RELEASE").unlink()
+    (root / ".nia" / "plugins" / "release.py").unlink()
+    assert host.hook("UserPromptSubmit")[0] == "There is no planned release any more."

@@ -1,24 +1,46 @@
-"""docs/cli.md lists every command of the ``nia`` command line."""
+"""docs/cli.md lists every command of the ``nia`` command line.
+
+Built-in commands are attached only when they run (``COMMAND_MODULES``), so
+the walk imports each one first: run alone, this test checks every command.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import click
 
 from nia_core.cli import cli
+from nia_core.cli.main import COMMAND_MODULES
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
 
 
+def builtin_commands() -> dict[str, click.Command]:
+    """Every built-in top-level command, each lazy command module imported."""
+    commands = dict(cli.commands)
+    for name, (target, _) in COMMAND_MODULES.items():
+        module, _, attribute = target.partition(":")
+        commands[name] = getattr(importlib.import_module(module), attribute)
+    return commands
+
+
 def command_paths(group: click.Group, prefix: str = "nia") -> list[str]:
     paths = []
-    for name, command in sorted(group.commands.items()):
+    commands = builtin_commands() if group is cli else group.commands
+    for name, command in sorted(commands.items()):
         path = f"{prefix} {name}"
         paths.append(path)
         if isinstance(command, click.Group):
             paths += command_paths(command, path)
     return paths
+
+
+def test_the_walk_reaches_every_builtin_command_and_its_subcommands():
+    paths = command_paths(cli)
+    assert {f"nia {name}" for name in COMMAND_MODULES} <= set(paths)
+    assert {"nia session send", "nia db check", "nia plugins list"} <= set(paths)
 
 
 def test_every_command_is_in_the_reference():

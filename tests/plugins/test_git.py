@@ -195,10 +195,7 @@ def test_a_merge_conflict_names_the_merge_and_the_conflicted_paths(repo, nia_pro
     repo.git("merge", "--abort")
     aborted = chat.boundary().text
 
-    assert merging == (
-        "A merge is now in progress.\n"
-        "Working tree: 1 file in conflict (both modified) since the last message (`app.py`)."
-    )
+    assert merging == ("A merge is now in progress.\nWorking tree: 1 file now in conflict (`app.py`).")
     assert aborted == "The merge is no longer in progress.\nThe working tree is clean again."
 
 
@@ -212,7 +209,7 @@ def test_a_conflict_shows_in_a_baseline_with_the_operation(repo, nia_project):
     baseline = conversation(nia_project.location).baseline
 
     assert "- In progress: a merge" in baseline
-    assert "- Working tree: 1 changed path (1 conflicted):\n  - `app.py` (in conflict (both modified))" in baseline
+    assert "- Working tree: 1 changed path (1 conflicted):\n  - `app.py` (in conflict: both modified)" in baseline
 
 
 def test_cherry_pick_revert_rebase_and_bisect_are_named(repo, nia_project):
@@ -298,7 +295,15 @@ def test_upstream_ahead_and_behind(tmp_path, repo, nia_project):
     clone.git("fetch", "-q")
     diverged = chat.boundary().text
 
+    clone.git("push", "-q", "origin", "main:gone")
+    clone.git("branch", "-q", "--set-upstream-to=origin/gone")
+    chat.boundary()
+    repo.git("branch", "-q", "-D", "gone")
+    clone.git("fetch", "-q", "--prune")
+    gone = chat.boundary().text
+
     assert "- Branch: `main` (up to date with `origin/main`)" in chat.baseline
+    assert gone == "The upstream of `main`, `origin/gone`, is gone."
     assert ahead.endswith("`main` is now 1 ahead, 0 behind `origin/main` (was up to date with `origin/main`).")
     assert diverged == "`main` is now 1 ahead, 1 behind `origin/main` (was 1 ahead, 0 behind `origin/main`)."
 
@@ -715,3 +720,18 @@ def test_a_location_inside_a_real_submodule_reports_the_submodule(tmp_path):
     ]
     assert lines_of(dirty)[-1] == "- Working tree: clean"  # never looked into: no git runs in a submodule
     assert lines_of(moved)[-1] == "  - `vendor/library` (modified)"  # its checked-out commit moved
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to hand the repository over")
+def test_a_repository_owned_by_another_user_is_refused_with_a_reason(repo, nia_project):
+    for folder, dirs, files in os.walk(repo.root):
+        for name in [*dirs, *files, "."]:
+            os.lchown(os.path.join(folder, name), 54321, 54321)
+
+    chat = conversation(nia_project.location)
+
+    assert chat.history[-1].kind == "replaced"
+    assert chat.baseline == (
+        "Git: the status of this repository is not available "
+        "(git refuses to read this repository: it belongs to another user (see safe.directory))."
+    )

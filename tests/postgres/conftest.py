@@ -7,15 +7,11 @@ reason, and fail instead under ``NIA_REQUIRE_POSTGRES=1`` (CI).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import pg_server
+from . import pg_server
 
 
 @pytest.fixture

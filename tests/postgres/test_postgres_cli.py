@@ -8,10 +8,11 @@ from pathlib import Path
 import psycopg
 import pytest
 from click.testing import CliRunner, Result
-from pg_runners import set_value
 
 from nia_core.cli import cli
 from nia_core.sessions import SCHEMA_VERSION
+
+from .pg_runners import set_value
 
 pytestmark = pytest.mark.postgres
 

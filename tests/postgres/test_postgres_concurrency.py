@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_runners import (
+
+from nia_core.cli.db import session_problems
+from nia_core.sessions import Replied, open_store, run_turn
+
+from .pg_runners import (
     RunnerSpec,
     authoritative_location,
     baseline_matches,
@@ -27,9 +31,6 @@ from pg_runners import (
     run_runner,
     set_value,
 )
-
-from nia_core.cli.db import session_problems
-from nia_core.sessions import Replied, open_store, run_turn
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

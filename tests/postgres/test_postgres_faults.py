@@ -18,15 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pg_server
 import pytest
 from click.testing import CliRunner
-from pg_faults import CuttingProxy, HookedStore, SessionLock, terminate, wait_for, waiting_backends
-from pg_runners import RunnerSpec, context_for, provider_for, read_log, run_runner, set_value
 
 from nia_core.cli import cli
 from nia_core.cli.db import session_problems
 from nia_core.sessions import DatabaseLocked, Replied, Store, StoreError, open_store, run_turn
+
+from . import pg_server
+from .pg_faults import CuttingProxy, HookedStore, SessionLock, terminate, wait_for, waiting_backends
+from .pg_runners import RunnerSpec, context_for, provider_for, read_log, run_runner, set_value
 
 pytestmark = pytest.mark.postgres
 

@@ -14,10 +14,8 @@ import textwrap
 import urllib.parse
 from pathlib import Path
 
-import pg_server
 import psycopg
 import pytest
-from pg_faults import SessionLock
 
 from nia_core import Snapshot, SnapshotEntry
 from nia_core.sessions import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
@@ -31,6 +29,9 @@ from nia_core.sessions import (
     open_store,
 )
 from nia_core.sessions.postgres import NIA_TABLES, SCHEMA_VERSION, PostgresStore
+
+from . import pg_server
+from .pg_faults import SessionLock
 
 pytestmark = pytest.mark.postgres
 

@@ -5,7 +5,7 @@ schema (:mod:`tests.providers.schemas`), answers with recorded responses
 (``recorded/``: JSON bodies and server-sent-event streams in the shapes the API
 references document), and fills in usage with cached-token counts from the
 longest common prefix with the previous request, under each provider's cache
-rules (:mod:`nia_core.providers.cache`). Faults are scripted per request:
+rules (:mod:`bench.prompt_cache`). Faults are scripted per request:
 an HTTP status, a delay (for timeouts), a body that is not JSON, a dropped
 connection, a stream cut short.
 """
@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from nia_core.providers.cache import AnthropicCache, Prompt, anthropic_prompt, chat_cached_tokens, chat_prompt
+from bench.prompt_cache import AnthropicCache, Prompt, anthropic_prompt, chat_cached_tokens, chat_prompt
 from tests.providers.schemas import validate_chat, validate_messages
 
 RECORDED = Path(__file__).parent / "recorded"

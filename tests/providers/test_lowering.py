@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from bench.prompt_cache import anthropic_prompt
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.cache import anthropic_prompt
 from nia_core.providers.lowering import LoweringError, ProviderConfigError, encode_body
 from nia_core.providers.openai_chat import OpenAIChatProvider, prompt_cache_key
 from nia_core.providers.remote import RemoteProvider

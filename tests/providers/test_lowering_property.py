@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench.prompt_cache import AnthropicCache, anthropic_prompt, chat_prompt
 from nia_core.providers.anthropic_messages import MAX_BREAKPOINTS, AnthropicMessagesProvider
-from nia_core.providers.cache import AnthropicCache, anthropic_prompt, chat_prompt
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.sessions.messages import Message, ModelRequest, ToolCall
 from tests.providers.schemas import validate_chat, validate_messages

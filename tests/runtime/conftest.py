@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,8 +17,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         with open_store(f"sqlite:///{tmp_path / 'nia.db'}") as opened:
             yield opened
         return
-    sys.path.insert(0, str(Path(__file__).parents[1] / "postgres"))
-    import pg_server
+    from tests.postgres import pg_server
 
     with pg_server.fresh_schema(pg_server.shared_url()) as url, open_store(url) as opened:
         yield opened

@@ -8,15 +8,12 @@ the :class:`~nia_core.sessions.Store` interface must then pass unchanged.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from nia_core.sessions import Store, open_store
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -34,8 +31,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh schema on the test PostgreSQL server (tests/postgres/pg_server.py); skipped without a server."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "postgres"))
-    import pg_server
+    from tests.postgres import pg_server
 
     with pg_server.fresh_schema(pg_server.shared_url()) as url:
         yield url

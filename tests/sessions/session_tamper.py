@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import sys
-from pathlib import Path
 
 from nia_core.context import canonical_json
 from nia_core.sessions.serialize import content_id
@@ -17,8 +15,7 @@ def is_postgres(url: str) -> bool:
 def tamper(url: str, *statements: str) -> None:
     """Run ``statements`` against the database ``url`` names, outside nia."""
     if is_postgres(url):
-        sys.path.insert(0, str(Path(__file__).parents[1] / "postgres"))
-        import pg_server
+        from tests.postgres import pg_server
 
         pg_server.admin_execute(url, *statements)
         return

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from session_checks import problems
-from session_doubles import RecordingProvider, RecordingStore
-from session_world import World
 
 from nia_core.providers.base import ProviderError
 from nia_core.sessions import (
@@ -21,6 +18,10 @@ from nia_core.sessions import (
     run_boundary,
     run_turn,
 )
+
+from .session_checks import problems
+from .session_doubles import RecordingProvider, RecordingStore
+from .session_world import World
 
 P = "/p"
 

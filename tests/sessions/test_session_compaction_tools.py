@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from session_checks import problems
-from session_doubles import RecordingProvider
-from session_world import World
-from test_session_epochs import P, kinds, turn
-
 from nia_core.providers.registry import get_provider
 from nia_core.sessions import Contexts, Message, Store, ToolCall, compact
+
+from .session_checks import problems
+from .session_doubles import RecordingProvider
+from .session_world import World
+from .test_session_epochs import P, kinds, turn
 
 
 def test_compaction_keeps_a_pending_tool_exchange_verbatim(store: Store) -> None:

@@ -16,15 +16,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from session_checks import problems
-from session_tamper import count_rows, forged_snapshot, tamper
-from session_world import World
 
 from nia_core.cli import cli
 from nia_core.context import canonical_json
 from nia_core.providers.echo import EchoProvider
 from nia_core.sessions import CorruptRecord, Store, open_store, run_turn
 from nia_core.sessions.serialize import content_id
+
+from .session_checks import problems
+from .session_tamper import count_rows, forged_snapshot, tamper
+from .session_world import World
 
 BACKENDS = ("sqlite", "postgres")
 TARGET = "s1damaged"

@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from session_checks import problems
-from session_doubles import RecordingProvider, RecordingStore
-from session_world import World
 
 from nia_core.errors import UsageError
 from nia_core.sessions import (
@@ -26,6 +23,10 @@ from nia_core.sessions import (
     run_turn,
     switch_model,
 )
+
+from .session_checks import problems
+from .session_doubles import RecordingProvider, RecordingStore
+from .session_world import World
 
 P, Q = "/p", "/q"
 

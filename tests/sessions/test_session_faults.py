@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from session_checks import problems
-from session_world import World
 
 from nia_core.cli import cli
 from nia_core.providers.echo import EchoProvider
 from nia_core.sessions import SCHEMA_VERSION, DatabaseFull, Message, Replied, SQLiteStore, run_turn
+
+from .session_checks import problems
+from .session_world import World
 
 
 def nia(*args: str) -> Result:

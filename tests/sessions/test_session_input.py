@@ -8,15 +8,16 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from session_checks import problems
-from session_doubles import RecordingProvider
-from session_tamper import count_rows, tamper
-from session_world import World
 
 from nia_core.cli import cli
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import check_history
 from nia_core.sessions import Message, RefusedInput, Replied, Store, ToolCall, run_turn
+
+from .session_checks import problems
+from .session_doubles import RecordingProvider
+from .session_tamper import count_rows, tamper
+from .session_world import World
 
 P = "/p"
 

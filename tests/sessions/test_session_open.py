@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from nia_core.errors import UsageError
 from nia_core.providers.echo import EchoProvider
-from nia_core.providers.registry import check_model, get_provider, register_provider, unregister_provider
+from nia_core.providers.registry import get_provider
 from nia_core.sessions import (
     SCHEMA_VERSION,
     Message,
@@ -122,15 +121,3 @@ def test_echo_answers_with_a_summary_of_the_request() -> None:
     }
     streamed: list[str] = []
     assert echo.send(request, stream=streamed.append).text == "".join(streamed)
-
-
-def test_the_provider_registry_is_extensible() -> None:
-    with pytest.raises(UsageError, match="unknown provider 'mine' in model 'mine/x'"):
-        check_model("mine/x")
-    register_provider("mine", EchoProvider)
-    try:
-        assert isinstance(get_provider("mine/x"), EchoProvider)
-        with pytest.raises(UsageError, match="already registered"):
-            register_provider("mine", EchoProvider)
-    finally:
-        unregister_provider("mine")

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from session_checks import problems
 
 from nia_core.sessions import open_store
+
+from .session_checks import problems
 
 DRIVER = str(Path(__file__).with_name("session_driver.py"))
 
@@ -137,7 +138,7 @@ def wait_for_child(pid: int, seconds: float = 60.0) -> int:
 
 def test_sigkill_before_any_statement_of_many_boundaries_leaves_every_session_consistent(tmp_path: Path) -> None:
     """Forked runners kill themselves just before a random SQL statement: inside transactions, between them."""
-    import session_driver
+    from . import session_driver
 
     url, dir_a, dir_b, ids = prepare(tmp_path, 2)
     statuses = []
