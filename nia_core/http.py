@@ -305,9 +305,12 @@ def request(
         response.close()
         if not location:
             return response
-        target = urljoin(url, location)
+        try:
+            target = urljoin(url, location)
+        except ValueError:
+            target = "invalid:"
         status = response.status
-        if origin(target) != origin(first):
+        if _safe_origin(target) != origin(first):
             if not cross_origin_redirects:
                 raise HttpFailure(
                     f"refused a redirect (HTTP {status}) from {origin(first)} to {_safe_origin(target)}: "

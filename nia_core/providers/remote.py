@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from nia_core.http import redact_url
 from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
-from nia_core.providers.http import Endpoint, HttpClient, ServerSentEvent, Sleep
+from nia_core.providers.http import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
 
@@ -96,10 +96,29 @@ class RemoteProvider(ABC):
         body = self.lower(request)
         endpoint = self.endpoint()
         if stream is None:
-            return self.parse_reply(endpoint, self.client.post_json(endpoint, encode_body(body)))
+            obj = self.client.post_json(endpoint, encode_body(body))
+            return _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
         assembler = self.assembler(endpoint, stream)
-        self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), assembler.feed)
-        return assembler.reply()
+
+        def feed(event: ServerSentEvent) -> None:
+            _shaped(endpoint, lambda: assembler.feed(event))
+
+        self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), feed)
+        return _shaped(endpoint, assembler.reply)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redact_url(self.settings.base_url)!r})"
+
+
+T = TypeVar("T")
+
+
+def _shaped(endpoint: Endpoint, read: Callable[[], T]) -> T:
+    """Run a reader of the server's JSON; a value of the wrong type anywhere is one clear error, not a crash."""
+    try:
+        return read()
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+        raise HttpError(
+            f"{endpoint.label}: invalid response from {endpoint.shown}: a value of an unexpected type "
+            f"({type(exc).__name__})"
+        ) from None

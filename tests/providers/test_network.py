@@ -398,3 +398,47 @@ def test_deadline_counts_from_its_creation():
     deadline = Deadline(2.0, clock=lambda: next(ticks))
     assert deadline.remaining() == 1.0
     assert deadline.expired()
+
+
+SHAPES = [
+    b'data: {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": "x"}]}}]}\n\n',
+    b'data: {"choices": ["not an object"]}\n\n',
+    b'data: {"choices": 7}\n\n',
+    b'event: message_start\ndata: {"type": "message_start", "message": "x"}\n\n',
+    b'event: content_block_start\ndata: {"type": "content_block_start", "index": [], "content_block": {}}\n\n',
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", '
+    b'"text": 5}}\n\n',
+]
+
+
+@pytest.mark.parametrize(("make", "model", "path"), PROVIDERS)
+@pytest.mark.parametrize("event", SHAPES)
+def test_events_of_an_unexpected_shape_are_one_clear_error(raw, make, model, path, event):
+    raw.default = lambda h: (start_stream(h), h.wfile.write(event))
+    with pytest.raises(HttpError, match=r"invalid response|the stream ended before|invalid event"):
+        send(make(raw.url), model, True)
+
+
+@pytest.mark.parametrize(("make", "model", "path"), PROVIDERS)
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"choices": [{"message": {"content": "x", "tool_calls": [7]}}]}',
+        b'{"content": [{"type": "tool_use"}], "x": 1}',
+        b'{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens_details": 5}}',
+        b'{"content": [], "usage": []}',
+    ],
+)
+def test_replies_of_an_unexpected_shape_are_one_clear_error_or_read(raw, make, model, path, body):
+    raw.default = lambda h: respond(h, 200, body)
+    try:
+        send(make(raw.url), model, False)
+    except HttpError as exc:
+        assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1:99999/x", "http://[::1/x", "javascript:alert(1)", "//"])
+def test_a_redirect_to_an_invalid_url_is_refused(raw, location):
+    raw.default = lambda h: respond(h, 307, b"", {"Location": location})
+    with pytest.raises(HttpError, match=r"refused a redirect \(HTTP 307\)|invalid URL|more than 5 redirects"):
+        send(chat(raw.url), CHAT, False)
