@@ -29,7 +29,7 @@ from typing import Any
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
 from nia_core.files import Refused, inside, outside_clause
 from nia_core.project.binary import SNIFF_BYTES, binary_content
-from nia_core.project.paths import escape_name
+from nia_core.project.paths import escape_name, in_git_dir
 from nia_core.project.sections import warn_once
 
 NIA_NAMESPACE = "nia"
@@ -67,6 +67,9 @@ def candidates(location: Location) -> list[tuple[str, str, str | None]]:
         real = os.path.realpath(path)
         if confine is not None and not inside(real, os.path.realpath(confine)):
             warn_once(f"nia/instructions: {escape_name(str(path))} {outside_clause(real)}: left out (not read)")
+            continue
+        if confine is not None and in_git_dir(real, os.path.realpath(confine)):
+            warn_once(f"nia/instructions: {escape_name(str(path))} resolves into a .git folder: left out (not read)")
             continue
         try:
             info = os.stat(real)

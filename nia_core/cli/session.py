@@ -109,8 +109,9 @@ def new(ctx: click.Context, location: str | None, model: str | None, as_json: bo
     runtime = App.of(ctx).runtime
     where = runtime.locate(location)
     model = canonical_model(model) if model else runtime.default_model(where)
-    runtime.providers(where).check(model)
-    for warning in runtime.model_warnings(where, model):
+    providers = runtime.providers(where)
+    providers.check(model)
+    for warning in runtime.model_warnings(providers, model):
         click.echo(f"Warning: {warning}", err=True)
     with opened(ctx) as (store, _):
         record = runtime.create_session(store, where, model)
@@ -302,8 +303,9 @@ def switch_model_command(ctx: click.Context, session_id: str, model: str) -> Non
     model = canonical_model(model)
     with opened(ctx, session_id) as (store, full_id):
         location = store.state(full_id).session.location
-        runtime.providers(location).check(model)
-        for warning in runtime.model_warnings(location, model):
+        providers = runtime.providers(location)
+        providers.check(model)
+        for warning in runtime.model_warnings(providers, model):
             click.echo(f"Warning: {warning}", err=True)
         outcome = switch_model(store, full_id, model, Contexts(runtime.context_for))
         _report(outcome, f"Session {full_id} now uses {model}")

@@ -208,7 +208,7 @@ def run_session(app: App, workflow: Workflow, model: str | None, session_prefix:
         else:
             model = canonical_model(model) if model else app.runtime.default_model(where)
             providers.check(model)
-            for warning in app.runtime.model_warnings(where, model):
+            for warning in app.runtime.model_warnings(providers, model):
                 click.echo(f"Warning: {warning}", err=True)
             session_id = app.runtime.create_session(store, workflow.location, model).id
             text = START_MESSAGE

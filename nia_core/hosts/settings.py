@@ -11,9 +11,10 @@ deliver_native_files = true
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
+
+from nia_core.project.toml import ConfigError, read_toml
 
 
 def _table(value: object) -> dict[str, Any]:
@@ -23,11 +24,9 @@ def _table(value: object) -> dict[str, Any]:
 def deliver_native_files(root: Path, host: str) -> tuple[bool, str]:
     """Whether nia delivers the files ``host`` loads itself, and a warning when the setting is malformed."""
     path = root / ".nia" / "project.toml"
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return False, ""
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    try:  # the checked reader: no symlink out, no FIFO, bounded size and nesting (a hook must not hang)
+        data = read_toml(path, root=root)
+    except ConfigError as exc:
         return False, f"{path}: cannot read [hooks] ({exc}); nia leaves the host's own files to it"
     hooks = _table(data.get("hooks"))
     value = _table(hooks.get(host)).get("deliver_native_files", hooks.get("deliver_native_files", False))

@@ -24,10 +24,13 @@ from nia_core.files import Refused, Signature, StatCache, outside_clause, signat
 from nia_core.project.binary import SNIFF_BYTES, binary_content, binary_extension
 from nia_core.project.config import ContextEntry
 from nia_core.project.paths import (
+    GIT_DIR_PROBLEM,
+    ContextInGitDir,
     ContextOutsideRepository,
     ContextPathError,
     canonical,
     check_kind,
+    in_git_dir,
     inside,
     relative,
 )
@@ -220,6 +223,8 @@ class _Merger:
             self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
             return files, folders
         for item in items:
+            if item.name.lower() == ".git":
+                continue  # git's folder or a submodule's pointer file: never context
             shown = shown_dir + item.name
             try:
                 if item.is_symlink():
@@ -259,6 +264,9 @@ class _Merger:
             return None
         if not inside(target, self.base):
             self.refuse(_outside(shown, entry.origin, target))
+            return None
+        if in_git_dir(target, self.base):
+            self.refuse(ContextInGitDir(GIT_DIR_PROBLEM, shown, entry.origin))
             return None
         return target
 

@@ -17,7 +17,16 @@ from pathlib import Path
 from nia_core.errors import UsageError
 from nia_core.files import inside, outside_clause
 
-__all__ = ["ContextNotFound", "ContextOutsideRepository", "ContextPathError", "canonical", "check_kind", "inside"]
+__all__ = [
+    "ContextInGitDir",
+    "ContextNotFound",
+    "ContextOutsideRepository",
+    "ContextPathError",
+    "canonical",
+    "check_kind",
+    "in_git_dir",
+    "inside",
+]
 
 
 def _escape(ch: str) -> str:
@@ -105,7 +114,28 @@ def canonical(root: Path, raw: str, origin: str, *, kind: str = "file", shown: s
         raise ContextPathError("Context path cannot be read", shown, origin, exc.strerror or str(exc)) from None
     if not inside(real, base):
         raise ContextOutsideRepository("Context path is outside the repository", shown, origin, outside_clause(real))
+    if in_git_dir(real, base):
+        raise ContextInGitDir(GIT_DIR_PROBLEM, shown, origin)
     return real
+
+
+GIT_DIR_PROBLEM = "Context path is inside a .git folder (version-control data, which can hold credentials)"
+
+
+class ContextInGitDir(ContextPathError):
+    """The entry resolves into a ``.git`` folder: git's own data, never project context."""
+
+
+def in_git_dir(real: str, root: str) -> bool:
+    """Whether the canonical ``real`` (inside ``root``) lies in a ``.git`` folder at any depth.
+
+    ``.git/config`` can hold a remote URL with a token or an ``extraheader``
+    with a bearer key, written by the user's git, not by the repository's
+    author: a context entry or a symlink naming it would send it to the model.
+    """
+    if ".git" not in real.lower():
+        return False
+    return any(part.lower() == ".git" for part in relative(real, root).split("/"))
 
 
 def check_kind(real: str, kind: str, shown: str, origin: str, *, flag: bool = False) -> os.stat_result:

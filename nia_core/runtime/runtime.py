@@ -118,9 +118,10 @@ class Runtime:
             chosen = load_project_config(self.locate(where).root).session_model or ""
         return canonical_model(chosen or DEFAULT_MODEL)
 
-    def model_warnings(self, where: Where, model: str) -> list[str]:
+    @staticmethod
+    def model_warnings(providers: ProviderLookup, model: str) -> list[str]:
         """What will make the first request with ``model`` fail, said before it is sent (a missing API key)."""
-        provider = self.providers(where)(model)
+        provider = providers(model)
         settings = getattr(provider, "settings", None)
         if settings is not None and not getattr(settings, "api_key", None):
             variable = getattr(settings, "api_key_env", "the API key variable")

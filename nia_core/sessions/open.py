@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-from nia_core.http import redact_url
 from nia_core.sessions.errors import UnsupportedDatabase
 from nia_core.sessions.sqlite import DEFAULT_TIMEOUT, SQLiteStore
 from nia_core.sessions.store import Store
@@ -37,6 +36,8 @@ def db_url(environ: Mapping[str, str] | None = None) -> str:
 def shown(url: str) -> str:
     """``url`` fit for a message: a path as it is, a URL without its password or query values."""
     if "://" in url and url[:7].lower() != "sqlite:":
+        from nia_core.http import redact_url  # on use: opening a store must not load HTTP code (agent hooks)
+
         return redact_url(url)
     return re.sub(r"(?i)(pass(?:word|file)?\s*=\s*)('[^']*'|\S+)", r"\1***", url)  # a libpq key=value string
 

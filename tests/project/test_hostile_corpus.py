@@ -16,6 +16,7 @@ end of the file.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -267,6 +268,49 @@ def read_commands_toml(world: World, case: Case) -> Result:
     return result
 
 
+def _hook(world: World, cwd: Path) -> Result:
+    payload = {"session_id": "corpus-1", "cwd": str(cwd), "hook_event_name": "SessionStart", "source": "startup"}
+    previous = os.environ.get("NIA_HOOK_DEADLINE")
+    os.environ["NIA_HOOK_DEADLINE"] = "600"  # in-process: the watchdog must never end pytest
+    try:
+        box: dict[str, Result] = {}
+        stdin = json.dumps(payload)
+        worker = threading.Thread(
+            target=lambda: box.update(result=CliRunner().invoke(cli, ["hook", "claude-code"], input=stdin)),
+            daemon=True,
+        )
+        worker.start()
+        worker.join(60)
+        assert not worker.is_alive(), "nia hook hung"
+        return box["result"]
+    finally:
+        if previous is None:
+            del os.environ["NIA_HOOK_DEADLINE"]
+        else:
+            os.environ["NIA_HOOK_DEADLINE"] = previous
+
+
+def read_agents_md_through_a_host_hook(world: World, case: Case) -> Result:
+    """The door an agent opens in every repository: AGENTS.md delivered by ``nia hook`` (the switch on)."""
+    case.plant(world, world.repo / "AGENTS.md")
+    (world.repo / ".nia" / "project.toml").write_text("[hooks]\ndeliver_native_files = true\n")
+    (world.repo / "sub").mkdir()
+    (world.repo / "sub" / "AGENTS.md").write_text(f"{GOOD}\n")
+    result = _hook(world, world.repo / "sub")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout
+    return result
+
+
+def read_project_toml_through_a_host_hook(world: World, case: Case) -> Result:
+    case.plant(world, world.repo / ".nia" / "project.toml")
+    (world.repo / "AGENTS.md").write_text(f"{GOOD}\n")
+    result = _hook(world, world.repo)
+    assert result.exit_code == 0, result.output
+    assert "Environment:" in result.stdout  # the hook answered; the hostile file was not read
+    return result
+
+
 READERS = [
     read_context_file,
     read_context_file_via_symlinked_folder,
@@ -279,11 +323,13 @@ READERS = [
     read_agents_md_in_a_subfolder,
     read_project_toml,
     read_commands_toml,
+    read_agents_md_through_a_host_hook,
+    read_project_toml_through_a_host_hook,
 ]
 
 
 def test_the_corpus_covers_every_reader_and_enough_cases():
-    assert len(CASES) >= 10 and len(READERS) >= 11
+    assert len(CASES) >= 10 and len(READERS) >= 13
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -403,3 +449,58 @@ def test_plugin_switches_still_edit_the_projects_own_file(world):
     assert result.exit_code == 0, result.output
     assert (world.repo / ".nia" / "project.toml").read_text().startswith("# mine\n")
     assert "nia-date" in (world.repo / ".nia" / "project.toml").read_text()
+
+
+# -- .git: inside the root, but git's data, written by the user's git (it can hold credentials) ----------
+
+GIT_CONFIG = '[remote "origin"]\n\turl = https://user:GITTOKEN-9c1d@example.com/x.git\n'
+
+
+@pytest.fixture
+def with_git(world) -> World:
+    (world.repo / ".git").mkdir()
+    (world.repo / ".git" / "config").write_text(GIT_CONFIG)
+    _workflow(world)
+    return world
+
+
+GIT_WAYS = {
+    "explicit-file": ("--context-file", ".git/config", None),
+    "explicit-dir": ("--context-dir", ".git", None),
+    "dotdot-into-git": ("--context-file", "docs/../.git/config", None),
+    "symlink-file": ("--context-file", "docs/cfg.md", ("docs/cfg.md", "../.git/config")),
+    "symlink-in-folder": ("--context-dir", "docs", ("docs/cfg.md", "../.git/config")),
+    "symlinked-folder": ("--context-dir", "docs", ("docs/g", "../.git")),
+}
+
+
+@pytest.mark.parametrize("flag,path,link", GIT_WAYS.values(), ids=GIT_WAYS.keys())
+def test_nothing_inside_dot_git_reaches_a_prompt(with_git, flag, path, link):
+    repo = with_git.repo
+    if link is not None:
+        os.symlink(link[1], repo / link[0])
+    result = run(repo, "code", "create", flag, path, "--print-prompt")
+    assert "GITTOKEN" not in result.output
+    assert result.exit_code == 2, result.output
+    assert "inside a .git folder" in result.stderr
+
+
+def test_nothing_inside_dot_git_reaches_a_prompt_from_project_toml_or_agents_md(with_git):
+    repo = with_git.repo
+    (repo / ".nia" / "project.toml").write_text(
+        '[[project.context]]\ntype = "file"\npath = "docs/ok.md"\n'
+        '[[project.context]]\ntype = "file"\npath = ".git/config"\n'
+    )
+    os.symlink(".git/config", repo / "AGENTS.md")
+    result = run(repo, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout and "GITTOKEN" not in result.output
+    assert "inside a .git folder" in result.stderr and "resolves into a .git folder" in result.stderr
+
+
+def test_a_submodule_git_file_is_not_context(world):
+    _workflow(world)
+    (world.repo / "docs" / "sub").mkdir()
+    (world.repo / "docs" / "sub" / ".git").write_text("gitdir: ../../.git/modules/sub\n")
+    result = run(world.repo, "code", "create", "--context-dir", "docs", "--print-prompt")
+    assert result.exit_code == 0 and "gitdir:" not in result.stdout

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from session_tamper import count_rows
 
 from nia_core.cli import cli
 from nia_core.sessions import Message, RefusedInput, Store, StoreError
+
+from .session_tamper import count_rows
 
 NIA = [sys.executable, "-c", "from nia_core.cli import main; main()"]
 
