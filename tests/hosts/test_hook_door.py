@@ -121,9 +121,10 @@ def test_a_conversation_turn_by_turn(name, project):
     assert entries[2]["printed"] == len(update.encode())
 
 
+@pytest.mark.parametrize("name", HOSTS)
 @pytest.mark.parametrize("source", ["compact", "clear"])
-def test_compact_and_clear_start_a_new_epoch(project, source):
-    host = Host("claude-code", project)
+def test_compact_and_clear_start_a_new_epoch(project, source, name):
+    host = Host(name, project)
     assert host.hook("SessionStart", "startup")[0] is not None
     (project / "rule.txt").write_text("two\n")
     fresh, _ = host.hook("SessionStart", source)
@@ -323,3 +324,14 @@ def test_the_worked_example_in_docs_hosts_md_does_what_it_says(tmp_path):
     (root / "RELEASE").unlink()
     (root / ".nia" / "plugins" / "release.py").unlink()
     assert host.hook("UserPromptSubmit")[0] == "There is no planned release any more."
+
+
+def test_a_long_transcript_is_searched_whole_when_its_end_does_not_answer(project, tmp_path):
+    host = Host("codex", project)
+    host.transcript = tmp_path / "rollout.jsonl"
+    assert host.hook("SessionStart", "startup")[0] is not None
+    with open(host.transcript, "a") as handle:  # a long conversation since: the baseline is far from the end
+        for i in range(3000):
+            handle.write(json.dumps({"type": "response_item", "text": f"turn {i} " + "x" * 500}) + "\n")
+    text, err = host.hook("UserPromptSubmit")
+    assert text is None and "sent again" not in err
