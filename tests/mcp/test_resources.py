@@ -94,12 +94,13 @@ def test_plugin_output_never_reaches_the_protocol_stream(tmp_path):
 import os, subprocess, sys
 print("printed at import")
 os.write(1, b"written to fd 1 at import\\n")
+STDIN = sys.stdin.read() + os.read(0, 100).decode()  # must be end-of-file, never the protocol stream
 from nia_core import ContextSource, hookimpl
 
 def load():
     print("printed by the loader")
     subprocess.run([sys.executable, "-c", "print('a child process prints')"])
-    return "ok"
+    return "ok" + STDIN
 
 def render(value):
     print("printed by the renderer")
