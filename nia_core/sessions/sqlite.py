@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import secrets
+import shutil
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -63,6 +66,8 @@ from nia_core.sessions.store import (
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
+LOW_SPACE = 1024 * 1024
+"""Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
@@ -181,6 +186,8 @@ class SQLiteStore(Store):
                 raise StoreError(
                     f"cannot create the folder for the database {self.path}: {exc.strerror or exc}"
                 ) from None
+        if target is self.path:
+            self._repair_companions()
         with self._guard(None, "open the database"):
             self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
@@ -222,15 +229,53 @@ class SQLiteStore(Store):
                 "nothing was changed, try again",
                 session_id,
             )
+        full = DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
         if name.startswith("SQLITE_FULL") or "full" in text:
-            return DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
+            return full
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return CorruptRecord(f"cannot {action}: {where} is damaged or not a database ({text})", session_id)
+        io = name.startswith(("SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")) or "I/O error" in text
+        if io and self._low_on_space():  # a write to the -wal or -shm that found no room says "disk I/O error"
+            return full
+        stuck = self._unwritable_companions() if io else []
+        if stuck:
+            return StoreError(
+                f"cannot {action}: {stuck[0]} is read-only (left by an earlier run as another user?), so "
+                f"{where} cannot be used; make it writable (chmod u+w {stuck[0]}) or delete it while no nia "
+                "uses the database; nothing was changed",
+                session_id,
+            )
         if name.startswith("SQLITE_READONLY"):
             return StoreError(f"cannot {action}: {where} is read-only", session_id)
         if name.startswith("SQLITE_CANTOPEN"):
             return StoreError(f"cannot {action}: cannot open {where} ({text})", session_id)
         return StoreError(f"cannot {action}: database error on {where}: {text}", session_id)
+
+    def _companions(self) -> list[Path]:
+        """The WAL and shared-memory files SQLite keeps beside the database."""
+        return [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+
+    def _low_on_space(self) -> bool:
+        try:
+            return shutil.disk_usage(self.path.parent).free < LOW_SPACE
+        except OSError:
+            return False
+
+    def _unwritable_companions(self) -> list[Path]:
+        return [p for p in self._companions() if p.exists() and not os.access(p, os.W_OK)]
+
+    def _repair_companions(self) -> None:
+        """Make our own read-only ``-wal``/``-shm`` (left by an earlier run) writable again.
+
+        SQLite opens a read-only ``-shm`` read-only and then refuses every
+        write; a mode change does not disturb another process that has the file
+        mapped. A file owned by someone else is left alone (the error says so).
+        """
+        for companion in self._companions():
+            with contextlib.suppress(OSError):
+                info = companion.stat()
+                if info.st_uid == os.geteuid() and not info.st_mode & stat.S_IWUSR:
+                    companion.chmod(stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
 
     @contextlib.contextmanager
     def _transaction(self, session_id: str | None, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
