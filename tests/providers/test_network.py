@@ -468,3 +468,22 @@ def test_no_secret_of_a_base_url_reaches_the_terminal_with_or_without_debug(tmp_
     assert "HTTP 500" in shown and "alice:***@" in shown
     assert SECRET not in shown
     assert raw.seen[0].headers["authorization"] == f"Bearer {SECRET}", "the key itself still goes to its origin"
+
+
+def test_an_http_proxy_gets_the_absolute_url_and_an_https_proxy_only_a_tunnel(raw, monkeypatch):
+    raw.then(lambda h: respond(h, 200, json.dumps({"content": [{"type": "text", "text": "via proxy"}]}).encode()))
+    raw.then(lambda h: respond(h, 403, b""))
+    monkeypatch.setenv("http_proxy", f"http://bob:pw@{raw.url.removeprefix('http://')}")
+    monkeypatch.setenv("https_proxy", raw.url)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    reply = claude("http://api.example.invalid").send(req(CLAUDE))
+    assert reply.text == "via proxy"
+    plain = raw.seen[0]
+    assert plain.path == "http://api.example.invalid/v1/messages"
+    assert plain.headers["proxy-authorization"] == "Basic Ym9iOnB3"
+    with pytest.raises(HttpError, match=r"cannot reach https://api\.example\.invalid/v1/messages"):
+        claude("https://api.example.invalid", max_retries=0).send(req(CLAUDE))
+    tunnel = raw.seen[1]
+    assert tunnel.method == "CONNECT" and tunnel.path == "api.example.invalid:443"
+    assert credentials(tunnel.headers) == set(), "the key travels inside the tunnel, never to the proxy"
