@@ -90,7 +90,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = 15.0
+RETRY_BUDGET = 15.0
 """Seconds to keep retrying a lost connection (a server restart) and to wait for a session's lock."""
 DEFAULT_POOL_SIZE = 4
 MIN_SERVER_VERSION = 130000
@@ -267,7 +267,7 @@ class PostgresStore(Store):
         self,
         url: str,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = RETRY_BUDGET,
         pool_size: int = DEFAULT_POOL_SIZE,
         migrate: bool = True,
     ) -> None:
@@ -1133,7 +1133,7 @@ def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
     ours = {key: value for key, value in query if key in NIA_OPTIONS}
     rest = [(key, value) for key, value in query if key not in NIA_OPTIONS]
     try:
-        timeout = float(ours.get("timeout", DEFAULT_TIMEOUT))
+        timeout = float(ours.get("timeout", RETRY_BUDGET))
         pool_size = int(ours.get("pool_size", DEFAULT_POOL_SIZE))
         if timeout <= 0 or pool_size < 1:
             raise ValueError
