@@ -1,4 +1,7 @@
-"""The engine: context sources, system context, snapshots, the registry. Pure: no files, clocks or databases."""
+"""The engine: context sources, system context, snapshots, the registry. Pure: no files, clocks or databases.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+"""
 
 from nia_core.context.codec import JSON, Codec, DataclassCodec, JsonCodec, canonical_json
 from nia_core.context.keys import validate_key

@@ -1,4 +1,7 @@
-"""The plugin host: hookspecs, discovery, enable/disable, reload."""
+"""The plugin host: hookspecs, discovery, enable/disable, reload.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+"""
 
 from __future__ import annotations
 

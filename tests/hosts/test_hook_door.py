@@ -335,3 +335,26 @@ def test_a_long_transcript_is_searched_whole_when_its_end_does_not_answer(projec
             handle.write(json.dumps({"type": "response_item", "text": f"turn {i} " + "x" * 500}) + "\n")
     text, err = host.hook("UserPromptSubmit")
     assert text is None and "sent again" not in err
+
+
+def test_hook_log_for_people_and_for_one_session(project):
+    first, second = Host("claude-code", project, "one"), Host("codex", project, "two")
+    first.hook("SessionStart", "startup")
+    second.hook("SessionStart", "startup")
+    (project / "rule.txt").write_text("two\n")
+    first.hook("UserPromptSubmit")
+    result = CliRunner().invoke(cli, ["hook", "log"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    headers = [line for line in lines if line.startswith("== ")]
+    assert len(headers) == 2 and any("claude-code one" in h for h in headers) and any("codex two" in h for h in headers)
+    assert any("UserPromptSubmit" in line and "updated" in line and "~acme/rule" in line for line in lines)
+    session = next(e["session"] for e in log() if e["host_session"] == "one")
+    only = log("--session", session[:16])
+    assert {e["host_session"] for e in only} == {"one"} and len(only) == 2
+    assert CliRunner().invoke(cli, ["hook", "log", "--last", "1", "--json"]).output.count("\n") == 2
+
+
+def test_hook_log_before_any_hook_ran():
+    result = CliRunner().invoke(cli, ["hook", "log"])
+    assert result.exit_code == 0 and "no hook runs logged yet" in result.output

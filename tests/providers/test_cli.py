@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -277,3 +278,30 @@ def test_an_anthropic_refusal_is_told_stored_and_not_replayed(project, server):
     assert "something refused" in shown and "refused: this turn is left out of later requests" in shown
     view = nia("session", "show", session, "--model-view").stdout
     assert "something refused" not in view
+
+
+def test_with_a_native_system_role_a_failed_send_then_another_change_sends_one_system_turn(
+    project, server, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    session = new_session("--model", "openai-chat/gpt-4.1")
+    assert nia("session", "send", session, "hello").exit_code == 0
+    (project / "AGENTS.md").write_text("First change.\n")
+    server.fail(400)
+    assert nia("session", "send", session, "again").exit_code == 1
+    failed = server.last().body
+    retried = nia("session", "send", session)
+    assert retried.exit_code == 0, retried.output
+    assert server.last().body == failed, "nothing changed in between: the retry is the same request"
+    (project / "AGENTS.md").write_text("Second change.\n")
+    server.fail(400)
+    assert nia("session", "send", session, "third").exit_code == 1
+    (project / "AGENTS.md").write_text("Third change.\n")
+    assert nia("session", "send", session).exit_code == 0
+    roles = [m["role"] for m in server.last().body["messages"]]
+    assert all(not (a == b == "system") for a, b in itertools.pairwise(roles)), roles
+    assert roles[-2:] == ["user", "system"]
+    last = server.last().body["messages"][-1]["content"]
+    assert "Second change." in last and "Third change." in last
+    assert server.problems == []
