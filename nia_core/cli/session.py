@@ -365,12 +365,7 @@ def delete_command(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) 
         full_ids = [store.resolve(prefix) for prefix in session_ids]
         if not yes:
             click.confirm(f"Delete {len(full_ids)} session(s) ({', '.join(full_ids)}) for good?", abort=True, err=True)
-        for full_id in full_ids:
-            try:
-                store.delete_session(full_id)
-            except StoreError as exc:
-                raise exc.about(full_id) from None
-            click.echo(f"Deleted session {full_id}")
+        _delete(store, full_ids)
 
 
 @session.command("prune")
@@ -407,12 +402,16 @@ def prune_command(ctx: click.Context, age: str, location: str | None, dry_run: b
             return
         if not yes:
             click.confirm(f"Delete {len(stale)} session(s) idle for {age} for good?", abort=True, err=True)
-        for session_id in stale:
-            try:
-                store.delete_session(session_id)
-            except StoreError as exc:
-                raise exc.about(session_id) from None
-            click.echo(f"Deleted session {session_id}")
+        _delete(store, stale)
+
+
+def _delete(store: Store, session_ids: list[str]) -> None:
+    for session_id in session_ids:
+        try:
+            store.delete_session(session_id)
+        except StoreError as exc:
+            raise exc.about(session_id) from None
+        click.echo(f"Deleted session {session_id}")
 
 
 _AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
