@@ -361,7 +361,7 @@ def list_command(ctx: click.Context, location: str | None, as_json: bool) -> Non
 @click.pass_context
 def delete_command(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
     """Delete sessions for good: their history, epochs and pending input."""
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         full_ids = [store.resolve(prefix) for prefix in session_ids]
         if not yes:
             click.confirm(f"Delete {len(full_ids)} session(s) ({', '.join(full_ids)}) for good?", abort=True, err=True)
@@ -384,7 +384,7 @@ def prune_command(ctx: click.Context, age: str, location: str | None, dry_run: b
     """Delete the sessions whose last activity is older than AGE."""
     cutoff = (datetime.now(UTC) - _parse_age(age)).isoformat(timespec="milliseconds")
     within = _absolute(location) if location is not None else None
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
         activity = store.activity()
         stale = [
@@ -448,7 +448,7 @@ def _activity_json(seen: SessionActivity | None) -> dict[str, Any]:
 @click.pass_context
 def stats_command(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """Turns, tokens, cache-read share and estimated cost (beside the cost with no cache hits)."""
-    with opened(ctx, session_id) as (store, full_id):
+    with opened(ctx, session_id, create=False) as (store, full_id):
         record = store.session(full_id)
         history = store.history(full_id)
         table = _prices(App.of(ctx), record.location)
