@@ -121,8 +121,9 @@ def new(ctx: click.Context, location: str | None, model: str | None, as_json: bo
 @session.command("send")
 @click.argument("session_id", metavar="ID")
 @click.argument("text", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply, the admitted system message and usage as JSON.")
 @click.pass_context
-def send(ctx: click.Context, session_id: str, text: str | None) -> None:
+def send(ctx: click.Context, session_id: str, text: str | None, as_json: bool) -> None:
     """Send TEXT (or '-' for stdin) and print the reply: one safe boundary and one provider call.
 
     Without TEXT, retries input still pending (after a blocked or failed send).
@@ -130,7 +131,7 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     app = App.of(ctx)
     text = read_stdin() if text == "-" else None if text is None else check_text(text, "the argument TEXT")
     with opened(ctx, session_id) as (store, full_id):
-        send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
+        send_turn(app, store, full_id, text, retry=f"nia session send {full_id}", as_json=as_json)
 
 
 def _message_json(message: Message, snapshot_id: str | None = None, created: str | None = None) -> dict[str, Any]:

@@ -170,6 +170,26 @@ def test_usage_is_shown_after_each_reply_per_reply_in_show_and_in_json(project, 
     }
 
 
+def test_send_json_carries_the_replys_usage_and_nothing_else_reaches_stdout(project, server):
+    session = new_session("--model", CLAUDE)
+    assert nia("session", "send", session, "hello").exit_code == 0
+
+    sent = nia("session", "send", session, "again", "--json")
+
+    assert sent.exit_code == 0, sent.output
+    assert sent.stderr == ""  # the usage line is in the object, not on stderr
+    turn = json.loads(sent.stdout)
+    usage = server.last().usage
+    read, written = usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"]
+    assert turn["usage"] == {
+        "input_tokens": usage["input_tokens"] + read + written,
+        "cached_input_tokens": read,
+        "cache_write_tokens": written,
+        "output_tokens": 15,
+    }
+    assert turn["stop_reason"] == "end_turn" and turn["new_epoch"] is False
+
+
 def test_stats_sum_the_turns_and_price_them_beside_the_cost_with_no_cache_hits(project, server):
     session = new_session("--model", CLAUDE)
     for text in ("hello", "again", "and again"):
