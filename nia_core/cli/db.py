@@ -17,7 +17,7 @@ import click
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, db_url, open_store
 from nia_core.sessions.check import session_problems
-from nia_core.sessions.open import check_postgres_url, scheme_of
+from nia_core.sessions.open import check_postgres_url, scheme_of, sqlite_parts
 
 
 class CheckFailed(NiaError):
@@ -34,10 +34,7 @@ def is_postgres(url: str) -> bool:
 
 def sqlite_file(url: str) -> Path:
     """The file a SQLite ``NIA_DB`` (a path or ``sqlite:///path?…``) names."""
-    if url[:7].lower() == "sqlite:":
-        rest = url[len("sqlite:") :]
-        url = (rest[2:] if rest.startswith("//") else rest).partition("?")[0]
-    return Path(url).expanduser()
+    return Path(sqlite_parts(url)[0]).expanduser()
 
 
 def describe(store: Store, url: str) -> str:

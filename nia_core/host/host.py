@@ -20,7 +20,7 @@ import pluggy
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
-from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.errors import NiaError, RenderError
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.toml import read_toml
@@ -84,7 +84,7 @@ def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
-    def __init__(self, *, strict: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
         self.registry = SystemContextRegistry(producer_timeout=timeout)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from nia_core.context import DEFAULT_TIMEOUT, SEPARATOR, SystemContext
+from nia_core.context import LOADER_TIMEOUT, SEPARATOR, SystemContext
 from nia_core.errors import NiaError
 from nia_core.runtime import BoundaryReport, attach
 from nia_core.sessions import Store, pass_boundary
@@ -63,7 +63,7 @@ class Cursors:
         location: str,
         context: Callable[[], SystemContext],
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOADER_TIMEOUT,
     ) -> None:
         self.store_factory = store_factory
         self.location = location

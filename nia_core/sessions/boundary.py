@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nia_core.context import DEFAULT_TIMEOUT
+from nia_core.context import LOADER_TIMEOUT
 from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.sessions.epochs import (
     Admission,
@@ -141,7 +141,7 @@ def _decision(epoch: int, initialized: bool, admission: Admission | None) -> str
 
 
 def run_boundary(
-    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = LOADER_TIMEOUT
 ) -> BoundaryResult:
     """Run steps 1-4 (see the module docstring)."""
     state = store.state(session_id)
@@ -187,7 +187,7 @@ class Admitted:
 
 
 def pass_boundary(
-    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = LOADER_TIMEOUT
 ) -> Admitted | Blocked | AwaitingTools:
     """Steps 1-3 for a session whose conversation lives in a host (an agent's hooks, an MCP client).
 
@@ -205,7 +205,7 @@ def pass_boundary(
 
 
 def start_over(
-    store: Store, session_id: str, context_for: ContextFor, *, reason: str, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, reason: str, timeout: float = LOADER_TIMEOUT
 ) -> Admitted | Blocked:
     """A fresh epoch now, for a host whose conversation started over; its baseline is the text to show.
 
@@ -257,7 +257,7 @@ def run_turn(
     *,
     text: str | None = None,
     stream: StreamCallback | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = LOADER_TIMEOUT,
 ) -> TurnResult:
     """Keep ``text`` pending, run the boundary, call the provider, store the reply.
 

@@ -68,7 +68,7 @@ from nia_core.sessions.store import (
 
 log = logging.getLogger("nia.store")
 
-DEFAULT_TIMEOUT = 5.0
+LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
 LOW_SPACE = 1024 * 1024
 """Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
@@ -169,7 +169,7 @@ class SQLiteStore(Store):
         self,
         path: str | Path,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOCK_WAIT,
         synchronous: str = "full",
         pragmas: Mapping[str, str | int] | None = None,
         create: bool = True,
