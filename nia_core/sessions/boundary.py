@@ -21,6 +21,7 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionState, Store
+
+log = logging.getLogger("nia.sessions")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         # 1. An active epoch with a complete baseline, before any input is promoted.
         ensured = ensure_epoch(store, session_id, contexts, timeout=timeout)
         if isinstance(ensured, Blocked):
+            log.debug("session %s: boundary blocked: %s", session_id, ensured)
             return ensured
         state, initialized = ensured
         # 2. Promote pending input, fenced on the Location whose epoch we just saw.
@@ -104,6 +108,7 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         history = [entry.message for entry in store.history(session_id)]
         unsettled = unsettled_tool_calls(history)
         if unsettled:
+            log.debug("session %s: no boundary while %d tool call(s) await results", session_id, len(unsettled))
             return AwaitingTools(session_id, unsettled)
         # 3. Admit what changed since the snapshot (a fresh baseline needs nothing).
         admission = None
@@ -115,8 +120,24 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         state = store.state(session_id)
         if state.epoch is None:
             continue
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
         return _Passed(state, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _decision(epoch: int, initialized: bool, admission: Admission | None) -> str:
+    """One line for ``--debug``: what this boundary decided and why."""
+    if initialized or admission is None:
+        return f"initialized epoch {epoch}"
+    changed = ", ".join(f"{change.kind} {change.key}" for change in admission.changes)
+    detail = {
+        "unchanged": "nothing changed",
+        "updated": f"admitted one system message ({changed})",
+        "replaced": f"replaced the baseline ({admission.reason}): epoch {epoch}",
+        "blocked": f"a fresh baseline is blocked on {', '.join(admission.blocked_on)}; the current one stays",
+    }
+    return f"epoch {epoch}: {detail.get(admission.outcome, admission.outcome)}"
 
 
 def run_boundary(

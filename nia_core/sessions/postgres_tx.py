@@ -9,6 +9,7 @@ clear :class:`~nia_core.sessions.errors.StoreError` each.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     import psycopg_pool
 
 T = TypeVar("T")
+
+log = logging.getLogger("nia.store")
 
 
 def _psycopg() -> Any:
@@ -121,13 +124,20 @@ class Transactions:
         """Run ``work`` in one transaction, retrying lost connections, deadlocks and serialization failures."""
         import psycopg
 
-        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
+        deadline = started + self.timeout
         delay = 0.02
         while True:
             try:
-                return self._attempt(work, write=write, deadline=deadline)
+                result = self._attempt(work, write=write, deadline=deadline)
+                if log.isEnabledFor(logging.DEBUG):
+                    about = f" (session {session_id})" if session_id else ""
+                    kind = "committed" if write else "read"
+                    log.debug("postgres: %s%s: %s in %.1f ms", action, about, kind, (time.monotonic() - started) * 1000)
+                return result
             except _Lost as lost:
                 outcome = self._commit_outcome(lost, session_id, action) if lost.committing else "aborted"
+                log.debug("postgres: %s: connection lost (%s); the transaction %s", action, lost.cause, outcome)
                 if outcome.startswith("committed"):
                     if outcome == "committed" and lost.tx is not None:
                         self._cache(lost.tx)  # (after a restart, trust nothing but the evidence checked)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import secrets
 import shutil
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,8 @@ from nia_core.sessions.store import (
     SessionState,
     Store,
 )
+
+log = logging.getLogger("nia.store")
 
 LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
@@ -138,6 +142,14 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
 _CACHE_BYTES = 64 * 1024 * 1024
+
+
+def _about(session_id: str | None) -> str:
+    return f" (session {session_id})" if session_id else ""
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
 
 
 class SQLiteStore(Store):
@@ -277,15 +289,20 @@ class SQLiteStore(Store):
     def _transaction(self, session_id: str | None, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock, self._guard(session_id, action):
             conn = self._conn
+            started = time.monotonic()
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield conn
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+                log.debug("sqlite: %s%s: rolled back (%s)", action, _about(session_id), type(exc).__name__)
                 raise
+            if log.isEnabledFor(logging.DEBUG):
+                kind = "committed" if write else "read"
+                log.debug("sqlite: %s%s: %s in %.1f ms", action, _about(session_id), kind, _ms(started))
 
     def _write(self, session_id: str | None, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction(session_id, action, write=True)

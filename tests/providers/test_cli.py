@@ -325,3 +325,23 @@ def test_with_a_native_system_role_a_failed_send_then_another_change_sends_one_s
     last = server.last().body["messages"][-1]["content"]
     assert "Second change." in last and "Third change." in last
     assert server.problems == []
+
+
+def test_debug_logs_the_boundary_decision_store_transactions_and_http_attempts(project, server):
+    session = new_session("--model", CLAUDE)
+
+    first = nia("--debug", "session", "send", session, "hello")
+
+    assert first.exit_code == 0, first.output
+    log = first.stderr
+    assert f"DEBUG nia.sessions: session {session}: boundary: initialized epoch 1" in log
+    assert f"DEBUG nia.store: sqlite: promote the input (session {session}): committed in " in log
+    assert f"DEBUG nia.http: POST {server.url}/v1/messages: HTTP 200 in " in log
+    assert API_KEY not in log
+
+    (project / "AGENTS.md").write_text("Be thorough.\n")
+    second = nia("--debug", "session", "send", session, "again").stderr
+    assert f"session {session}: boundary: epoch 1: admitted one system message (updated nia/instructions)" in second
+    third = nia("--debug", "session", "send", session, "more").stderr
+    assert f"session {session}: boundary: epoch 1: nothing changed" in third
+    assert "DEBUG" not in nia("session", "send", session, "quiet").stderr
