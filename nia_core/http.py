@@ -13,22 +13,30 @@ hold for every request, so they live in one place.
   stream) and a per-read timeout, and the whole request has a deadline, so a
   lying ``Content-Length``, a line of gigabytes or a keep-alive forever ends
   in a clear :class:`HttpFailure` that says whether retrying can help.
+- **Proxies.** ``https_proxy``/``http_proxy``/``no_proxy`` are honoured as
+  urllib honours them; an https request goes through a CONNECT tunnel, so the
+  proxy sees its host and port, never its headers or body.
 - **Redaction.** URLs in messages never show a userinfo password or query
   values; header values are never printed.
 """
 
 from __future__ import annotations
 
+import base64
 import http.client
+import logging
 import socket
 import ssl
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from nia_core.errors import NiaError
+
+log = logging.getLogger("nia.http")
 
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
@@ -348,28 +356,81 @@ def _once(
         raise deadline_failure(url, deadline)
     connect_timeout = min(timeout, remaining)
     host = parts.hostname or ""
-    connection: http.client.HTTPConnection
-    if parts.scheme.lower() == "https":
-        connection = http.client.HTTPSConnection(
-            host, parts.port, timeout=connect_timeout, context=ssl.create_default_context()
-        )
-    else:
-        connection = http.client.HTTPConnection(host, parts.port, timeout=connect_timeout)
+    https = parts.scheme.lower() == "https"
     target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    wire_headers = dict(headers)
+    proxy = _proxy_for(parts)
+    connection: http.client.HTTPConnection
+    if proxy is None:
+        if https:
+            connection = http.client.HTTPSConnection(
+                host, parts.port, timeout=connect_timeout, context=ssl.create_default_context()
+            )
+        else:
+            connection = http.client.HTTPConnection(host, parts.port, timeout=connect_timeout)
+    else:
+        proxy_host, proxy_port, proxy_auth = proxy
+        if https:
+            # A CONNECT tunnel: the proxy sees only the host and port; headers and body travel inside TLS.
+            connection = http.client.HTTPSConnection(
+                proxy_host, proxy_port, timeout=connect_timeout, context=ssl.create_default_context()
+            )
+            connection.set_tunnel(host, parts.port or 443, headers=proxy_auth)
+        else:
+            connection = http.client.HTTPConnection(proxy_host, proxy_port, timeout=connect_timeout)
+            target = urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
+            wire_headers.update(proxy_auth)
+    started = time.monotonic()
     try:
-        connection.request(method, target, body=body, headers=dict(headers))
+        connection.request(method, target, body=body, headers=wire_headers)
         sock = connection.sock
         if sock is not None:
             sock.settimeout(min(timeout, max(deadline.remaining(), 0.001)))
         raw = connection.getresponse()
     except (OSError, http.client.HTTPException, ValueError) as exc:
         connection.close()
+        log.debug("%s %s: %s after %.0f ms", method, redact_url(url), type(exc).__name__, _ms(started))
         if deadline.expired():
             raise deadline_failure(url, deadline) from None
         if isinstance(exc, ValueError):
             raise HttpFailure(f"cannot send to {redact_url(url)}: invalid request") from None
         raise network_failure(url, exc, timeout, reading=False) from None
+    log.debug(
+        "%s %s%s: HTTP %s in %.0f ms (%s bytes sent)",
+        method,
+        redact_url(url),
+        " via proxy" if proxy is not None else "",
+        raw.status,
+        _ms(started),
+        len(body or b""),
+    )
     return Response(raw, sock, url, timeout, deadline)
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
+
+
+def _proxy_for(parts: SplitResult) -> tuple[str, int, dict[str, str]] | None:
+    """The proxy for this URL from ``https_proxy``/``http_proxy`` and ``no_proxy``, as urllib reads them."""
+    scheme = parts.scheme.lower()
+    proxy = urllib.request.getproxies().get(scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    if "://" not in proxy:
+        proxy = f"http://{proxy}"
+    try:
+        proxy_parts = urlsplit(proxy)
+        port = proxy_parts.port or (443 if proxy_parts.scheme == "https" else 80)
+    except ValueError:
+        raise HttpFailure(f"the {scheme}_proxy setting is not a usable URL: {redact_url(proxy)}") from None
+    if not proxy_parts.hostname:
+        raise HttpFailure(f"the {scheme}_proxy setting has no host: {redact_url(proxy)}")
+    auth: dict[str, str] = {}
+    if proxy_parts.username is not None:
+        pair = f"{unquote(proxy_parts.username)}:{unquote(proxy_parts.password or '')}"
+        auth["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+    return proxy_parts.hostname, port, auth
 
 
 def deadline_failure(url: str, deadline: Deadline) -> HttpFailure:

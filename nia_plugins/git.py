@@ -125,6 +125,56 @@ def _repository(worktree: str, dotgit: str, is_dir: bool) -> Repository:
     return Repository(worktree, dotgit, gitdir, commondir)
 
 
+def _within(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _configured_worktree(gitdir: str) -> str | None:
+    """``core.worktree`` of a git dir's own config file (what a submodule's git dir points back with)."""
+    text = _read_small(os.path.join(gitdir, "config"))
+    if text is None:
+        return None
+    section = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped[1:].split("]")[0].strip().lower()
+        elif section == "core" and "=" in stripped:
+            key, _, value = stripped.partition("=")
+            if key.strip().lower() == "worktree":
+                value = value.strip().strip('"')
+                return os.path.normpath(os.path.join(gitdir, value))
+    return None
+
+
+def untrusted(repo: Repository, root: str) -> str | None:
+    """Why the repository's git dir is not read, or ``None``.
+
+    A ``.git`` file or a ``commondir`` file can point anywhere: a cloned
+    repository would make nia describe another repository of the user's to
+    the model (its branch, its last commit, its file names). A git dir outside
+    the project is read only when it points back, as linked worktrees
+    (``gitdir``) and submodules (``core.worktree``) do; a ``commondir`` must
+    hold the git dir, as in ``.git/worktrees/NAME``.
+    """
+    if repo.commondir != repo.gitdir and not _within(repo.gitdir, repo.commondir):
+        return "its git directory names a `commondir` elsewhere, which nia does not follow"
+    if repo.gitdir == repo.dotgit or _within(repo.gitdir, repo.worktree) or _within(repo.gitdir, root):
+        return None
+    back = _read_small(os.path.join(repo.gitdir, "gitdir"))
+    if (
+        back is not None
+        and back.strip()
+        and os.path.realpath(os.path.join(repo.gitdir, back.strip())) == os.path.realpath(repo.dotgit)
+    ):
+        return None
+    configured = _configured_worktree(repo.gitdir)
+    if configured is not None and os.path.realpath(configured) == os.path.realpath(repo.worktree):
+        return None
+    return "the `.git` file points to a git directory outside the project that does not point back to it"
+
+
 def _ceilings() -> tuple[str, ...]:
     value = os.environ.get("GIT_CEILING_DIRECTORIES", "")
     return tuple(os.path.normpath(p) for p in value.split(os.pathsep) if os.path.isabs(p))
@@ -642,6 +692,9 @@ class Observer:
 
     def _status(self) -> GitStatus:
         repo, settings = self.repo, self.settings
+        refused = untrusted(repo, self.root)
+        if refused is not None:
+            raise GitFailed(refused)
         git = git_executable(repo.worktree)
         if git is None:
             raise GitFailed("no `git` executable was found on PATH")

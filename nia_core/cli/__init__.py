@@ -3,6 +3,8 @@
 ``main`` is the ``nia`` console script. ``nia hook claude-code`` and ``nia hook
 codex`` (exactly that, as the installed hooks run them) skip click: an agent
 waits for them at every prompt, so they load only the hook's own path.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
 
 from __future__ import annotations

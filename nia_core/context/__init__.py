@@ -1,4 +1,7 @@
-"""The engine: context sources, system context, snapshots, the registry. Pure: no files, clocks or databases."""
+"""The engine: context sources, system context, snapshots, the registry. Pure: no files, clocks or databases.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+"""
 
 from nia_core.context.codec import JSON, Codec, DataclassCodec, JsonCodec, canonical_json
 from nia_core.context.keys import validate_key
@@ -13,7 +16,7 @@ from nia_core.context.registry import (
     SystemContextRegistry,
 )
 from nia_core.context.snapshot import EMPTY_SNAPSHOT, CorruptSnapshot, Snapshot, SnapshotEntry
-from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource, Unavailable
+from nia_core.context.source import DEFAULT_TIMEOUT, LOADER_TIMEOUT, UNAVAILABLE, ContextSource, Unavailable
 from nia_core.context.system import (
     SEPARATOR,
     Change,
@@ -34,6 +37,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "EMPTY_SNAPSHOT",
     "JSON",
+    "LOADER_TIMEOUT",
     "SEPARATOR",
     "UNAVAILABLE",
     "Assembly",

@@ -1,4 +1,7 @@
-"""The plugin host: hookspecs, discovery, enable/disable, reload."""
+"""The plugin host: hookspecs, discovery, enable/disable, reload.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nia_core.context import Location
-from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.host.discovery import Selection, load_builtins, load_entry_points, load_local
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.plugin import PluginInfo
@@ -39,7 +42,7 @@ def load_host(
     flags: Iterable[str] = (),
     strict: bool = False,
     entry_points: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = LOADER_TIMEOUT,
 ) -> PluginHost:
     """A host with every plugin that may load at ``location``: built-ins, installed, local."""
     host = PluginHost(strict=strict, timeout=timeout)

@@ -39,6 +39,7 @@ def check(host: PluginHost, location: Location) -> Assembly:
             if problem:
                 host._mark_broken(info.name, f"context source {source.key!r}: {problem}")
         _check_commands(host)
+        _check_summarize(host)
     finally:
         view.close()
     return assembly
@@ -58,17 +59,22 @@ def _check_commands(host: PluginHost) -> None:
     """Run each ``nia_register_commands`` into a throwaway group: one that raises is broken too."""
     import click
 
-    for impl in host.pm.hook.nia_register_commands.get_hookimpls():
-        info = host.plugins.get(impl.plugin_name)
-        if info is None or info.error:
-            continue
-        try:
-            with PLUGIN_CODE:
-                impl.function(cli=click.Group())
-        except BaseException as exc:
-            if is_user_interrupt(exc):
-                raise
-            host._mark_broken(info.name, f"nia_register_commands raised {describe(exc)}")
+    _, problems = host.call_each("nia_register_commands", {"cli": click.Group()})
+    for problem in problems:
+        host._mark_broken(problem.plugin, problem.message)
+
+
+def _check_summarize(host: PluginHost) -> None:
+    """Ask each ``nia_summarize`` for a summary of a one-message history: one that raises is broken."""
+    from nia_core.model import Message
+
+    history = [Message("user", "Tidy up cart.py", seq=1)]
+    answers, problems = host.call_each("nia_summarize", {"messages": history}, every=True)
+    for problem in problems:
+        host._mark_broken(problem.plugin, problem.message)
+    for plugin, answer in answers:
+        if answer is not None and not isinstance(answer, str):
+            host._mark_broken(plugin, f"nia_summarize returned {type(answer).__name__}, not text")
 
 
 def _render_problem(render: object, value: object) -> str | None:

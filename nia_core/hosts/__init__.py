@@ -5,6 +5,8 @@ that knows its hook input and output formats, its output size limit, the
 instruction files it loads itself, and where its settings live. The door
 (:mod:`nia_core.hosts.door`) runs one hook through the runtime's boundary.
 Adapters are imported on demand: a hook process pays for its own host only.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
 
 from __future__ import annotations

@@ -68,7 +68,9 @@ class HostAdapter:
     output_limit: int
     """The most hook output the host passes to the model whole, measured with the real binary."""
     measure: Callable[[str], int]
-    """The size of a text in the unit the host's limit counts (characters, UTF-8 bytes...)."""
+    """The size of a text in the unit the host's limit counts."""
+    unit: str
+    """That unit, for people: ``characters``, ``bytes``."""
     native: tuple[NativeFiles, ...]
     """What the host loads itself, per version range (newest last)."""
     host_version: Callable[[str | None], tuple[int, ...] | None]

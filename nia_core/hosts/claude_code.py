@@ -25,6 +25,7 @@ ADAPTER = HostAdapter(
     title="Claude Code",
     output_limit=10_000,
     measure=characters,
+    unit="characters",
     native=(
         NativeFiles(
             since=(2, 0, 0),

@@ -27,6 +27,7 @@ ADAPTER = HostAdapter(
     title="Codex",
     output_limit=10_000,
     measure=utf8_bytes,
+    unit="bytes",
     native=(
         NativeFiles(
             since=(0, 1, 0),

@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nia_core.errors import NiaError
 from nia_core.hosts import hooklog
 from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
-from nia_core.hosts.output import fit
+from nia_core.hosts.output import SPILLED, fit, spilled_texts
 from nia_core.hosts.settings import deliver_native_files
-from nia_core.hosts.transcript import contains, read
+from nia_core.hosts.transcript import Transcript
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -75,7 +76,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
         _answer(adapter, hook, runtime, result)
     except Exception as exc:  # noqa: BLE001 - the host's turn must never fail because of nia
         entry.outcome = "failed"
-        entry.warnings.append(f"{type(exc).__name__}: {exc}" if not str(exc).startswith("session") else str(exc))
+        entry.warnings.append(str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {exc}")
     return result
 
 
@@ -120,11 +121,7 @@ def _in_flight(hook: HookInput, session_id: str) -> bool:
 def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> str:
     from pathlib import Path
 
-    return fit(text, adapter.output_limit, adapter.measure, Path(root), _unit(adapter)).text
-
-
-def _unit(adapter: HostAdapter) -> str:
-    return "bytes" if adapter.name == "codex" else "characters"
+    return fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit).text
 
 
 def _missing(
@@ -136,7 +133,7 @@ def _missing(
     is found: the ones after it are what the host lost (a crash, dropped
     output). Without a readable transcript nothing is concluded.
     """
-    transcript = read(transcript_path)
+    transcript = Transcript.open(transcript_path)
     if transcript is None:
         return []
     state = store.state(session_id)
@@ -150,8 +147,15 @@ def _missing(
         if e.message.kind == "system_update" and e.message.epoch == number
     ]
     lost: list[str] = []
+    spilled: list[str] | None = None
     for text in reversed(texts[-RESEND_DEPTH:]):
-        if contains(transcript, _printed(adapter, text, root)):
+        if transcript.contains(_printed(adapter, text, root)):
+            break
+        if spilled is None:  # sent inside a longer text that went to a file: the model was pointed at it
+            from pathlib import Path
+
+            spilled = spilled_texts(Path(root), transcript.mentions(SPILLED))
+        if any(text in whole for whole in spilled):
             break
         lost.append(text)
     return list(reversed(lost))
@@ -188,7 +192,7 @@ def _report(
     if not parts:
         return
     text = "\n\n".join(parts)
-    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), _unit(adapter))
+    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit)
     if fitted.problem:
         entry.warnings.append(fitted.problem)
     entry.full_text = fitted.full_path

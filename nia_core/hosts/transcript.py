@@ -20,20 +20,56 @@ def escaped(text: str) -> str:
     return json.dumps(text.strip(), ensure_ascii=False)[1:-1]
 
 
-def read(path: str | None) -> str | None:
-    """The transcript's text, or ``None`` when there is none to read (yet)."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return None
+TAIL_BYTES = 1024 * 1024
+"""Searched first: the newest admitted text is nearly always near the end of a long transcript."""
 
 
-def contains(transcript: str, text: str) -> bool:
-    """Whether ``text`` (stripped, as the hosts record hook output) appears in ``transcript``."""
-    return bool(text.strip()) and escaped(text) in transcript
+class Transcript:
+    """A host transcript, read from its end first and whole only when the end does not answer."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._tail: str | None = None
+        self._whole: str | None = None
+        self._size = 0
+
+    @classmethod
+    def open(cls, path: str | None) -> Transcript | None:
+        """The transcript at ``path``, or ``None`` when there is none to read (yet)."""
+        if not path:
+            return None
+        found = cls(path)
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(0, 2)
+                found._size = handle.tell()
+                handle.seek(max(0, found._size - TAIL_BYTES))
+                found._tail = handle.read().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        if found._size <= TAIL_BYTES:
+            found._whole = found._tail
+        return found
+
+    def _all(self) -> str:
+        if self._whole is None:
+            try:
+                with open(self.path, "rb") as handle:
+                    self._whole = handle.read().decode("utf-8", errors="replace")
+            except OSError:
+                self._whole = self._tail or ""
+        return self._whole
+
+    def contains(self, text: str) -> bool:
+        """Whether ``text`` (stripped, as the hosts record hook output) appears in the transcript."""
+        if not text.strip():
+            return False
+        needle = escaped(text)
+        return needle in (self._tail or "") or (self._whole is not self._tail and needle in self._all())
+
+    def mentions(self, pattern: str) -> list[str]:
+        """Every match of the regular expression ``pattern`` in the whole transcript, in order."""
+        return re.findall(pattern, self._all())
 
 
 def version_field(path: str | None, field: str) -> tuple[int, ...] | None:

@@ -2,4 +2,6 @@
 
 Only :mod:`nia_core.mcp.server` and :mod:`nia_core.mcp.run` import the SDK
 (the optional ``mcp`` extra); importing this package does not.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """

@@ -2,6 +2,8 @@
 
 Workflows (``nia TARGET OPERATION``) are assembled by :func:`assemble_workflow`;
 see ``docs/project.md``.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
 
 from nia_core.project.location import locate

@@ -4,7 +4,7 @@ Retries follow the official SDKs: ``x-should-retry: true/false`` decides when
 the server sends it; otherwise 408, 409, 429 and every 5xx (Anthropic's 52x
 included), timeouts and refused or dropped connections are retried with
 exponential backoff, waiting what ``retry-after-ms`` or ``Retry-After`` says
-when that is between 0 and 60 seconds. Every call has an overall deadline
+when that is more than 0 and at most 120 seconds. Every call has an overall deadline
 (retries and waits included) besides the per-read timeout. A stream is
 retried only before its first event, never after, so no text is shown twice.
 Every failure is one :class:`HttpError` line naming the status, the URL
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -23,10 +24,12 @@ from typing import Any, TypeVar
 from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
 from nia_core.model import ProviderError
 
+log = logging.getLogger("nia.http")
+
 T = TypeVar("T")
 USER_AGENT = "nia"
-MAX_SERVER_WAIT = 60.0
-"""A server-requested wait longer than this is ignored (the SDKs' rule); the backoff applies instead."""
+MAX_SERVER_WAIT = 120.0
+"""A server-requested wait longer than this is ignored (the OpenAI SDK's rule); the backoff applies instead."""
 
 
 class HttpError(ProviderError):
@@ -169,6 +172,7 @@ class HttpClient:
                         f"{retry.error}{tries}; no retry: the call's {self.deadline:g}s deadline would pass first",
                         status=retry.error.status,
                     ) from None
+                log.debug("%s: attempt %d failed (%s); retrying in %.2f s", endpoint.label, attempt, retry.error, wait)
                 self.sleep(wait)
 
     def _once(

@@ -14,7 +14,7 @@ import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nia_core.errors import UsageError
 from nia_core.model import Provider, split_model
@@ -133,16 +133,9 @@ def _plugin_providers(
 ) -> list[tuple[Provider, str]]:
     """Each plugin's providers; ``problems`` gets ``(plugin, what it did)`` for each one left out."""
     found: list[tuple[Provider, str]] = []
-    for impl in host.pm.hook.nia_providers.get_hookimpls():
-        plugin = impl.plugin_name
-        arguments: dict[str, Any] = {"location": location}
-        if "config" in impl.argnames:
-            arguments["config"] = host.plugin_config(plugin, location)
-        try:
-            result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
-        except Exception as exc:  # noqa: BLE001 - one plugin must not break every session
-            problems.append((plugin, f"nia_providers raised {type(exc).__name__}: {exc}"))
-            continue
+    answers, raised = host.call_each("nia_providers", {"location": location}, location=location, skip_broken=False)
+    problems.extend((problem.plugin, problem.message) for problem in raised)  # one plugin must not break every session
+    for plugin, result in answers:
         if result is None:
             continue
         if not isinstance(result, list | tuple):

@@ -3,6 +3,8 @@
 The message types (``Message``, ``ModelRequest``, ``Reply``, ...) live in
 :mod:`nia_core.model`, below both this package and the providers; they are
 re-exported here because a store's API speaks them.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
 
 from __future__ import annotations

@@ -10,12 +10,17 @@ naming the session.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import logging
+import os
 import secrets
+import shutil
 import sqlite3
+import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +42,16 @@ from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
-    epoch_record,
+    epoch_columns,
+    epoch_from_row,
     history_entry,
     listing,
     manifest_ids,
     message_body,
+    now,
     parse_segments,
     pending_message,
+    pick_session,
     refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
@@ -61,8 +69,12 @@ from nia_core.sessions.store import (
     Store,
 )
 
-DEFAULT_TIMEOUT = 5.0
+log = logging.getLogger("nia.store")
+
+LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
+LOW_SPACE = 1024 * 1024
+"""Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
@@ -129,14 +141,15 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
 
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
-_EPOCH_COLUMNS = (
-    "number, baseline_id, snapshot_id, initial_snapshot_id, start_seq, model, location, reason, created, segments"
-)
 _CACHE_BYTES = 64 * 1024 * 1024
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def _about(session_id: str | None) -> str:
+    return f" (session {session_id})" if session_id else ""
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
 
 
 class SQLiteStore(Store):
@@ -152,7 +165,7 @@ class SQLiteStore(Store):
         self,
         path: str | Path,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOCK_WAIT,
         synchronous: str = "full",
         pragmas: Mapping[str, str | int] | None = None,
         create: bool = True,
@@ -181,6 +194,8 @@ class SQLiteStore(Store):
                 raise StoreError(
                     f"cannot create the folder for the database {self.path}: {exc.strerror or exc}"
                 ) from None
+        if target is self.path:
+            self._repair_companions()
         with self._guard(None, "open the database"):
             self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
@@ -222,29 +237,72 @@ class SQLiteStore(Store):
                 "nothing was changed, try again",
                 session_id,
             )
+        full = DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
         if name.startswith("SQLITE_FULL") or "full" in text:
-            return DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
+            return full
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
             return CorruptRecord(f"cannot {action}: {where} is damaged or not a database ({text})", session_id)
+        io = name.startswith(("SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")) or "I/O error" in text
+        if io and self._low_on_space():  # a write to the -wal or -shm that found no room says "disk I/O error"
+            return full
+        stuck = self._unwritable_companions() if io else []
+        if stuck:
+            return StoreError(
+                f"cannot {action}: {stuck[0]} is read-only (left by an earlier run as another user?), so "
+                f"{where} cannot be used; make it writable (chmod u+w {stuck[0]}) or delete it while no nia "
+                "uses the database; nothing was changed",
+                session_id,
+            )
         if name.startswith("SQLITE_READONLY"):
             return StoreError(f"cannot {action}: {where} is read-only", session_id)
         if name.startswith("SQLITE_CANTOPEN"):
             return StoreError(f"cannot {action}: cannot open {where} ({text})", session_id)
         return StoreError(f"cannot {action}: database error on {where}: {text}", session_id)
 
+    def _companions(self) -> list[Path]:
+        """The WAL and shared-memory files SQLite keeps beside the database."""
+        return [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
+
+    def _low_on_space(self) -> bool:
+        try:
+            return shutil.disk_usage(self.path.parent).free < LOW_SPACE
+        except OSError:
+            return False
+
+    def _unwritable_companions(self) -> list[Path]:
+        return [p for p in self._companions() if p.exists() and not os.access(p, os.W_OK)]
+
+    def _repair_companions(self) -> None:
+        """Make our own read-only ``-wal``/``-shm`` (left by an earlier run) writable again.
+
+        SQLite opens a read-only ``-shm`` read-only and then refuses every
+        write; a mode change does not disturb another process that has the file
+        mapped. A file owned by someone else is left alone (the error says so).
+        """
+        for companion in self._companions():
+            with contextlib.suppress(OSError):
+                info = companion.stat()
+                if info.st_uid == os.geteuid() and not info.st_mode & stat.S_IWUSR:
+                    companion.chmod(stat.S_IMODE(info.st_mode) | stat.S_IWUSR)
+
     @contextlib.contextmanager
     def _transaction(self, session_id: str | None, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock, self._guard(session_id, action):
             conn = self._conn
+            started = time.monotonic()
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield conn
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+                log.debug("sqlite: %s%s: rolled back (%s)", action, _about(session_id), type(exc).__name__)
                 raise
+            if log.isEnabledFor(logging.DEBUG):
+                kind = "committed" if write else "read"
+                log.debug("sqlite: %s%s: %s in %.1f ms", action, _about(session_id), kind, _ms(started))
 
     def _write(self, session_id: str | None, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction(session_id, action, write=True)
@@ -378,19 +436,6 @@ class SQLiteStore(Store):
             raise UnknownSession(f"no session {session_id!r} in {self.path}")
         return session_from_row(row)
 
-    @staticmethod
-    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
-        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
-        names = ("number", "baseline_id", "snapshot_id", "initial_snapshot_id", "start_seq")
-        return epoch_record(
-            session_id,
-            **dict(zip(names, row[:5], strict=True)),
-            model=row[5],
-            location=row[6],
-            reason=row[7],
-            created=row[8],
-        )
-
     def _next_seq(self, conn: sqlite3.Connection, session_id: str) -> int:
         row = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,))
         return int(row.fetchone()[0])
@@ -419,9 +464,7 @@ class SQLiteStore(Store):
                 None if reply is None else encode_reply(reply),
             ),
         )
-        stored = Message(
-            message.kind, message.text, message.tool_calls, message.tool_call_id, message.is_error, seq, epoch
-        )
+        stored = dataclasses.replace(message, seq=seq, epoch=epoch)
         return with_record(stored, reply)
 
     # -- sessions -------------------------------------------------------------------------
@@ -444,14 +487,7 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6", (len(prefix), prefix)
             ).fetchall()
-        ids = [row[0] for row in rows]
-        if prefix in ids:
-            return prefix
-        if not ids or not prefix:
-            raise UnknownSession(f"no session {prefix!r} in {self.path} (see: nia session list)")
-        if len(ids) > 1:
-            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
-        return str(ids[0])
+        return pick_session(prefix, [str(row[0]) for row in rows], str(self.path))
 
     def list_sessions(self) -> SessionListing:
         with self._read(None, "list the sessions") as conn:
@@ -494,18 +530,18 @@ class SQLiteStore(Store):
 
     def _active_epoch(self, conn: sqlite3.Connection, session_id: str, number: int) -> ActiveEpoch:
         row = conn.execute(
-            f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? AND number = ?", (session_id, number)
+            f"SELECT {epoch_columns()} FROM epochs WHERE session_id = ? AND number = ?", (session_id, number)
         ).fetchone()
         if row is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(session_id, row)
-        baseline = self._baselines.get((record.baseline_id, row[9]))
+        record, segments = epoch_from_row(session_id, row)
+        baseline = self._baselines.get((record.baseline_id, segments))
         if baseline is None:
-            segment_ids = parse_segments(session_id, row[9], number)
+            segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
             baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
             self._remember(texts)
-            self._baselines[(record.baseline_id, row[9])] = baseline
+            self._baselines[(record.baseline_id, segments)] = baseline
             self._charge(len(baseline))
         snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
         return ActiveEpoch(record, baseline, snapshot)
@@ -531,9 +567,9 @@ class SQLiteStore(Store):
         with self._read(session_id, "read the epochs") as conn:
             self._session_row(conn, session_id)
             rows = conn.execute(
-                f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
+                f"SELECT {epoch_columns()} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
             ).fetchall()
-        return [self._epoch_record(session_id, row) for row in rows]
+        return [epoch_from_row(session_id, row)[0] for row in rows]
 
     def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
         with self._read(session_id, "read a snapshot") as conn:

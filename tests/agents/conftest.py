@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -65,6 +64,3 @@ def agent_home(tmp_path: Path) -> Path:
     home = tmp_path / "agent-home"
     home.mkdir()
     return home
-
-
-assert sys.version_info >= (3, 11)

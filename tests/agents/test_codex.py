@@ -74,3 +74,13 @@ def test_baseline_once_unchanged_turn_silent_update_and_removal(codex, project, 
     assert [e["outcome"] for e in entries[1:4]] == ["unchanged", "unchanged", "unchanged"]
     assert any("exploded" in w for w in entries[-2]["warnings"] + entries[-1]["warnings"])
     assert {e["epoch"] for e in entries} == {1}
+
+
+def test_agents_md_edit_is_one_nia_update_with_the_switch_on(codex, project, server):
+    (project / ".nia" / "project.toml").write_text("[hooks.codex]\ndeliver_native_files = true\n")
+    sid = turn(codex, "first")
+    assert any("AGENTS-SAYS: use tabs." in t for t in developer_texts(server))  # nia's baseline carries it now
+    (project / "AGENTS.md").write_text("AGENTS-SAYS: use spaces.\n")
+    turn(codex, "second", sid)
+    updates = [t for t in developer_texts(server) if t.startswith("The AGENTS.md instructions changed.")]
+    assert len(updates) == 1 and "AGENTS-SAYS: use spaces." in updates[0]

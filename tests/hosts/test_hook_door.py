@@ -121,9 +121,10 @@ def test_a_conversation_turn_by_turn(name, project):
     assert entries[2]["printed"] == len(update.encode())
 
 
+@pytest.mark.parametrize("name", HOSTS)
 @pytest.mark.parametrize("source", ["compact", "clear"])
-def test_compact_and_clear_start_a_new_epoch(project, source):
-    host = Host("claude-code", project)
+def test_compact_and_clear_start_a_new_epoch(project, source, name):
+    host = Host(name, project)
     assert host.hook("SessionStart", "startup")[0] is not None
     (project / "rule.txt").write_text("two\n")
     fresh, _ = host.hook("SessionStart", source)
@@ -323,3 +324,52 @@ def test_the_worked_example_in_docs_hosts_md_does_what_it_says(tmp_path):
     (root / "RELEASE").unlink()
     (root / ".nia" / "plugins" / "release.py").unlink()
     assert host.hook("UserPromptSubmit")[0] == "There is no planned release any more."
+
+
+def test_a_long_transcript_is_searched_whole_when_its_end_does_not_answer(project, tmp_path):
+    host = Host("codex", project)
+    host.transcript = tmp_path / "rollout.jsonl"
+    assert host.hook("SessionStart", "startup")[0] is not None
+    with open(host.transcript, "a") as handle:  # a long conversation since: the baseline is far from the end
+        for i in range(3000):
+            handle.write(json.dumps({"type": "response_item", "text": f"turn {i} " + "x" * 500}) + "\n")
+    text, err = host.hook("UserPromptSubmit")
+    assert text is None and "sent again" not in err
+
+
+def test_hook_log_for_people_and_for_one_session(project):
+    first, second = Host("claude-code", project, "one"), Host("codex", project, "two")
+    first.hook("SessionStart", "startup")
+    second.hook("SessionStart", "startup")
+    (project / "rule.txt").write_text("two\n")
+    first.hook("UserPromptSubmit")
+    result = CliRunner().invoke(cli, ["hook", "log"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    headers = [line for line in lines if line.startswith("== ")]
+    assert len(headers) == 2 and any("claude-code one" in h for h in headers) and any("codex two" in h for h in headers)
+    assert any("UserPromptSubmit" in line and "updated" in line and "~acme/rule" in line for line in lines)
+    session = next(e["session"] for e in log() if e["host_session"] == "one")
+    only = log("--session", session[:16])
+    assert {e["host_session"] for e in only} == {"one"} and len(only) == 2
+    assert CliRunner().invoke(cli, ["hook", "log", "--last", "1", "--json"]).output.count("\n") == 2
+
+
+def test_hook_log_before_any_hook_ran():
+    result = CliRunner().invoke(cli, ["hook", "log"])
+    assert result.exit_code == 0 and "no hook runs logged yet" in result.output
+
+
+def test_text_sent_inside_a_saved_long_message_is_not_sent_again(project, tmp_path):
+    host = Host("claude-code", project)
+    host.transcript = tmp_path / "transcript.jsonl"
+    host.hook("SessionStart", "startup")
+    (project / "rule.txt").write_text("two\n")
+    host.hook("UserPromptSubmit")
+    lines = host.transcript.read_text().splitlines()
+    host.transcript.write_text("\n".join(lines[:-1]) + "\n")  # that update was lost
+    (project / "rule.txt").write_text("z" * 15_000 + "\n")
+    text, err = host.hook("UserPromptSubmit")  # the lost update and a long one, together over the limit
+    assert text is not None and text.startswith("ACME-RULE changed: two (was one)") and ".nia/hook-output/" in text
+    assert "sent again" in err
+    assert host.hook("UserPromptSubmit") == (None, "")  # the model was pointed at the file: nothing is missing

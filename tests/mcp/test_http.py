@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 import warnings
@@ -15,12 +19,14 @@ from mcp import Client
 from tests.mcp.helpers import (
     TIMEOUT,
     Events,
+    free_port,
     http_server,
     listening,
     make_project,
     named,
     nia,
     plugin_source,
+    server_args,
     uris,
     write,
 )
@@ -105,3 +111,28 @@ def test_remote_addresses_need_allow_remote(tmp_path):
     bad = nia("mcp", "--location", str(project), "--http", "localhost:notaport")
     assert bad.returncode == 2
     assert "expected [HOST:]PORT" in bad.stderr
+
+
+def test_allow_remote_serves_with_a_loud_warning(tmp_path):
+    project = make_project(tmp_path / "p")
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, *server_args(project, "--http", f"0.0.0.0:{port}", "--allow-remote")],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        assert process.stderr is not None
+        warning = process.stderr.readline()
+        assert warning.startswith("WARNING: nia mcp is listening on 0.0.0.0")
+        assert "anyone who can reach this port reads this project's context" in warning
+        deadline = time.monotonic() + TIMEOUT
+        while "serving http://" not in process.stderr.readline():
+            assert time.monotonic() < deadline and process.poll() is None
+        assert post(f"http://127.0.0.1:{port}/mcp", {}) not in (403, 421)
+    finally:
+        process.terminate()
+        assert process.wait(TIMEOUT) == 0

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import anyio
 import pytest
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client as sdk_stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp.helpers import make_project, nia, plugin_source, stdio_client
+from tests.mcp.helpers import make_project, nia, plugin_source, server_args, stdio_client
 
 pytestmark = pytest.mark.slow
 
@@ -94,12 +100,13 @@ def test_plugin_output_never_reaches_the_protocol_stream(tmp_path):
 import os, subprocess, sys
 print("printed at import")
 os.write(1, b"written to fd 1 at import\\n")
+STDIN = sys.stdin.read() + os.read(0, 100).decode()  # must be end-of-file, never the protocol stream
 from nia_core import ContextSource, hookimpl
 
 def load():
     print("printed by the loader")
     subprocess.run([sys.executable, "-c", "print('a child process prints')"])
-    return "ok"
+    return "ok" + STDIN
 
 def render(value):
     print("printed by the renderer")
@@ -146,5 +153,23 @@ def nia_context_sources(location):
             with pytest.raises(MCPError, match="ValueError: cannot render oops"):
                 await client.read_resource("nia://source/two/bad")
             assert "good: fine" in (await client.read_resource("nia://context")).contents[0].text
+
+    anyio.run(main)
+
+
+def test_the_bare_client_session_over_stdio(tmp_path):
+    """The SDK's ClientSession on its own streams (what Client wraps): handshake, list, read, call."""
+    project = make_project(tmp_path / "p", plugins={"greet": plugin_source("greet/hello", "bare")})
+    params = StdioServerParameters(command=sys.executable, args=server_args(project), env=dict(os.environ))
+
+    async def main() -> None:
+        async with sdk_stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            uris = [str(r.uri) for r in (await session.list_resources()).resources]
+            assert "nia://source/greet/hello" in uris
+            read_back = await session.read_resource("nia://source/greet/hello")
+            assert read_back.contents[0].text == "greet/hello: bare"
+            called = await session.call_tool("context_changes", {})
+            assert called.structured_content["kind"] == "baseline"
 
     anyio.run(main)

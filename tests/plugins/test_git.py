@@ -331,12 +331,14 @@ def test_a_linked_worktree_reports_its_own_branch_and_tree(tmp_path, repo, nia_p
 
 
 def test_a_submodule_style_git_file_pointing_elsewhere(tmp_path):
+    """A git dir kept elsewhere, naming its work tree back in ``core.worktree``, as submodules' git dirs do."""
     work = tmp_path / "work"
     store = tmp_path / "store" / "modules" / "work.git"
     work.mkdir()
     store.parent.mkdir(parents=True)
     Repo(tmp_path).git("init", "-q", "-b", "main", f"--separate-git-dir={store}", str(work))
     repo = Repo(work)
+    repo.git("config", "core.worktree", os.path.relpath(work, store))
     repo.commit("First", **{"a.txt": "a"})
     location = locate(work)
     chat = BoundaryDriver(location).conversation(nia_plugins.git)
@@ -347,6 +349,29 @@ def test_a_submodule_style_git_file_pointing_elsewhere(tmp_path):
     assert (work / ".git").read_text().startswith("gitdir: ")
     assert "- Branch: `main` (no upstream)" in chat.baseline
     assert switched.startswith("The branch is now `topic` (was `main`).")
+
+
+def test_a_git_file_or_commondir_pointing_at_another_repository_is_not_followed(tmp_path):
+    """A cloned repository must not make nia describe another repository of the user's to the model."""
+    private = Repo.init(tmp_path / "private", branch="secret-branch")
+    private.commit("Secret subject", **{"secret-name.txt": "x"})
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    (hostile / ".git").write_text(f"gitdir: {private.root / '.git'}\n")
+    borrowing = Repo.init(tmp_path / "borrowing")
+    (borrowing.root / ".git" / "commondir").write_text(str(private.root / ".git"))
+
+    through_file = BoundaryDriver(locate(hostile)).conversation(nia_plugins.git).baseline
+    through_commondir = BoundaryDriver(locate(borrowing.root)).conversation(nia_plugins.git).baseline
+
+    assert through_file == (
+        "Git: the status of this repository is not available (the `.git` file points to a git directory "
+        "outside the project that does not point back to it)."
+    )
+    assert through_commondir == (
+        "Git: the status of this repository is not available "
+        "(its git directory names a `commondir` elsewhere, which nia does not follow)."
+    )
 
 
 def test_a_project_folder_inside_a_larger_repository_sees_its_own_paths(tmp_path):

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from nia_core.cli.db import session_problems
 from nia_core.sessions import Replied, open_store, run_turn
+from nia_core.sessions.check import session_problems
 
 from .pg_runners import (
     RunnerSpec,

@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 
 from nia_core.cli import cli
-from nia_core.cli.db import session_problems
 from nia_core.sessions import DatabaseLocked, Replied, Store, StoreError, open_store, run_turn
+from nia_core.sessions.check import session_problems
 
 from . import pg_server
 from .pg_faults import CuttingProxy, HookedStore, SessionLock, terminate, wait_for, waiting_backends

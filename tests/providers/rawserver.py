@@ -98,7 +98,7 @@ def _handler(server: RawServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up: part of the tests
             self.close_connection = True
 
-        do_POST = do_GET = _any
+        do_POST = do_GET = do_CONNECT = _any
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

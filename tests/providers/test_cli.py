@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from pathlib import Path
@@ -169,6 +170,26 @@ def test_usage_is_shown_after_each_reply_per_reply_in_show_and_in_json(project, 
     }
 
 
+def test_send_json_carries_the_replys_usage_and_nothing_else_reaches_stdout(project, server):
+    session = new_session("--model", CLAUDE)
+    assert nia("session", "send", session, "hello").exit_code == 0
+
+    sent = nia("session", "send", session, "again", "--json")
+
+    assert sent.exit_code == 0, sent.output
+    assert sent.stderr == ""  # the usage line is in the object, not on stderr
+    turn = json.loads(sent.stdout)
+    usage = server.last().usage
+    read, written = usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"]
+    assert turn["usage"] == {
+        "input_tokens": usage["input_tokens"] + read + written,
+        "cached_input_tokens": read,
+        "cache_write_tokens": written,
+        "output_tokens": 15,
+    }
+    assert turn["stop_reason"] == "end_turn" and turn["new_epoch"] is False
+
+
 def test_stats_sum_the_turns_and_price_them_beside_the_cost_with_no_cache_hits(project, server):
     session = new_session("--model", CLAUDE)
     for text in ("hello", "again", "and again"):
@@ -277,3 +298,50 @@ def test_an_anthropic_refusal_is_told_stored_and_not_replayed(project, server):
     assert "something refused" in shown and "refused: this turn is left out of later requests" in shown
     view = nia("session", "show", session, "--model-view").stdout
     assert "something refused" not in view
+
+
+def test_with_a_native_system_role_a_failed_send_then_another_change_sends_one_system_turn(
+    project, server, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    session = new_session("--model", "openai-chat/gpt-4.1")
+    assert nia("session", "send", session, "hello").exit_code == 0
+    (project / "AGENTS.md").write_text("First change.\n")
+    server.fail(400)
+    assert nia("session", "send", session, "again").exit_code == 1
+    failed = server.last().body
+    retried = nia("session", "send", session)
+    assert retried.exit_code == 0, retried.output
+    assert server.last().body == failed, "nothing changed in between: the retry is the same request"
+    (project / "AGENTS.md").write_text("Second change.\n")
+    server.fail(400)
+    assert nia("session", "send", session, "third").exit_code == 1
+    (project / "AGENTS.md").write_text("Third change.\n")
+    assert nia("session", "send", session).exit_code == 0
+    roles = [m["role"] for m in server.last().body["messages"]]
+    assert all(not (a == b == "system") for a, b in itertools.pairwise(roles)), roles
+    assert roles[-2:] == ["user", "system"]
+    last = server.last().body["messages"][-1]["content"]
+    assert "Second change." in last and "Third change." in last
+    assert server.problems == []
+
+
+def test_debug_logs_the_boundary_decision_store_transactions_and_http_attempts(project, server):
+    session = new_session("--model", CLAUDE)
+
+    first = nia("--debug", "session", "send", session, "hello")
+
+    assert first.exit_code == 0, first.output
+    log = first.stderr
+    assert f"DEBUG nia.sessions: session {session}: boundary: initialized epoch 1" in log
+    assert f"DEBUG nia.store: sqlite: promote the input (session {session}): committed in " in log
+    assert f"DEBUG nia.http: POST {server.url}/v1/messages: HTTP 200 in " in log
+    assert API_KEY not in log
+
+    (project / "AGENTS.md").write_text("Be thorough.\n")
+    second = nia("--debug", "session", "send", session, "again").stderr
+    assert f"session {session}: boundary: epoch 1: admitted one system message (updated nia/instructions)" in second
+    third = nia("--debug", "session", "send", session, "more").stderr
+    assert f"session {session}: boundary: epoch 1: nothing changed" in third
+    assert "DEBUG" not in nia("session", "send", session, "quiet").stderr

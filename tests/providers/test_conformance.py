@@ -166,7 +166,7 @@ def test_an_ordinary_anthropic_reply_is_not_a_refusal(streamed):
 
 def test_retry_after_ms_wins_over_retry_after(raw):
     raw.then(lambda h: respond(h, 429, b"{}", {"retry-after-ms": "1500", "Retry-After": "9"}))
-    raw.then(lambda h: respond(h, 529, b"{}", {"Retry-After": "120"}))  # over 60 s: the backoff applies
+    raw.then(lambda h: respond(h, 529, b"{}", {"Retry-After": "600"}))  # over 120 s: the backoff applies
     raw.default = lambda h: respond(
         h, 200, json.dumps({**MESSAGE, "content": [{"type": "text", "text": "ok"}]}).encode()
     )
@@ -247,7 +247,7 @@ def test_the_retry_rules_match_the_sdks():
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     policy = RetryPolicy(backoff=0.5, max_backoff=8)
     assert [policy.delay(n, None) for n in (1, 2, 3, 6)] == [0.5, 1.0, 2.0, 8.0]
-    assert policy.delay(1, 61) == 0.5 and policy.delay(1, 0) == 0.5 and policy.delay(1, 60) == 60
+    assert policy.delay(1, 121) == 0.5 and policy.delay(1, 0) == 0.5 and policy.delay(1, 120) == 120
 
 
 # -- #14.7: adjacent system updates never reach the wire ---------------------------------

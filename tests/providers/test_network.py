@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -442,3 +444,46 @@ def test_a_redirect_to_an_invalid_url_is_refused(raw, location):
     raw.default = lambda h: respond(h, 307, b"", {"Location": location})
     with pytest.raises(HttpError, match=r"refused a redirect \(HTTP 307\)|invalid URL|more than 5 redirects"):
         send(chat(raw.url), CHAT, False)
+
+
+@pytest.mark.parametrize("debug", [[], ["--debug"]], ids=["plain", "debug"])
+def test_no_secret_of_a_base_url_reaches_the_terminal_with_or_without_debug(tmp_path, monkeypatch, raw, debug):
+    raw.default = lambda h: respond(h, 500, b'{"error": {"message": "down"}}')
+    root = tmp_path / "project"
+    (root / ".nia").mkdir(parents=True)
+    (root / ".nia" / "project.toml").write_text("[providers.openai-chat]\nmax_retries = 0\n")
+    host = raw.url.removeprefix("http://")
+    monkeypatch.setenv("NIA_DB", str(tmp_path / "nia.db"))
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://alice:{SECRET}@{host}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.chdir(root)
+    nia = [sys.executable, "-c", "from nia_core.cli import main; main()"]
+    made = subprocess.run([*nia, "session", "new", "--model", CHAT], capture_output=True, text=True, timeout=60)
+    session = made.stdout.strip()
+    result = subprocess.run(
+        [*nia, *debug, "session", "send", session, "hello"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 1
+    shown = result.stdout + result.stderr
+    assert "HTTP 500" in shown and "alice:***@" in shown
+    assert SECRET not in shown
+    assert raw.seen[0].headers["authorization"] == f"Bearer {SECRET}", "the key itself still goes to its origin"
+
+
+def test_an_http_proxy_gets_the_absolute_url_and_an_https_proxy_only_a_tunnel(raw, monkeypatch):
+    raw.then(lambda h: respond(h, 200, json.dumps({"content": [{"type": "text", "text": "via proxy"}]}).encode()))
+    raw.then(lambda h: respond(h, 403, b""))
+    monkeypatch.setenv("http_proxy", f"http://bob:pw@{raw.url.removeprefix('http://')}")
+    monkeypatch.setenv("https_proxy", raw.url)
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    reply = claude("http://api.example.invalid").send(req(CLAUDE))
+    assert reply.text == "via proxy"
+    plain = raw.seen[0]
+    assert plain.path == "http://api.example.invalid/v1/messages"
+    assert plain.headers["proxy-authorization"] == "Basic Ym9iOnB3"
+    with pytest.raises(HttpError, match=r"cannot reach https://api\.example\.invalid/v1/messages"):
+        claude("https://api.example.invalid", max_retries=0).send(req(CLAUDE))
+    tunnel = raw.seen[1]
+    assert tunnel.method == "CONNECT" and tunnel.path == "api.example.invalid:443"
+    assert credentials(tunnel.headers) == set(), "the key travels inside the tunnel, never to the proxy"

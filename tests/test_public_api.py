@@ -1,0 +1,96 @@
+"""The public API is chosen: what ``nia_core`` and ``nia_core.runtime`` export, what they load, what the docs teach."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLIC = {
+    "nia_core",
+    "nia_core.testing",
+    "nia_core.runtime",
+    "nia_core.hookspecs",
+    # provisional, documented as such in docs/plugins.md
+    "nia_core.providers.remote",
+    "nia_core.host.reload",
+    "nia_core.host.watch",
+}
+INTERNAL_PACKAGES = ["context", "project", "host", "sessions", "providers", "cli", "hosts", "mcp"]
+
+
+def loaded_by(statement: str) -> list[str]:
+    code = f"import json, sys; {statement}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(done.stdout)
+
+
+def test_importing_nia_core_loads_the_engine_only():
+    modules = loaded_by("import nia_core")
+    heavy = [
+        m
+        for m in modules
+        if m.split(".")[:2]
+        in (["nia_core", p] for p in ("project", "host", "sessions", "providers", "runtime", "cli", "hosts", "mcp"))
+        or m in ("click", "http.client", "urllib.request", "sqlite3", "tomlkit")
+    ]
+    assert "nia_core.context" in modules and "nia_core.model" in modules
+    assert heavy == []
+
+
+@pytest.mark.parametrize("module", ["nia_core", "nia_core.runtime"])
+def test_every_exported_name_resolves(module):
+    imported = importlib.import_module(module)
+    assert imported.__all__ and all(hasattr(imported, name) for name in imported.__all__)
+
+
+def test_a_provider_needs_nothing_but_nia_core():
+    import nia_core
+
+    class Shout:
+        name = "shout"
+
+        def lower(self, request: nia_core.ModelRequest) -> dict:
+            return {"last": request.messages[-1].text}
+
+        def send(self, request: nia_core.ModelRequest, *, stream: nia_core.StreamCallback | None = None):
+            if not request.messages:
+                raise nia_core.ProviderError("shout: nothing to shout")
+            return nia_core.Reply(text=self.lower(request)["last"].upper())
+
+    request = nia_core.ModelRequest("s1", "shout/x", "base", (nia_core.Message("user", "hi"),))
+    assert isinstance(Shout(), nia_core.Provider)
+    assert Shout().send(request).text == "HI"
+    assert nia_core.split_model("shout/x") == ("shout", "x")
+    assert "project_context_sources" not in nia_core.__all__
+
+
+def test_every_doc_example_imports_only_public_modules():
+    offenders = []
+    for doc in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        for block in re.findall(r"```python\n(.*?)```", doc.read_text(), re.S):
+            try:
+                tree = ast.parse(block)
+            except SyntaxError:
+                continue  # a fragment, not a program
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                offenders += [f"{doc.name}: {n}" for n in names if n.startswith("nia_core") and n not in PUBLIC]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("package", INTERNAL_PACKAGES)
+def test_internal_packages_say_so(package):
+    doc = importlib.import_module(f"nia_core.{package}").__doc__ or ""
+    assert "Internal: not part of nia's public API" in doc
