@@ -13,6 +13,7 @@ providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers
 from __future__ import annotations
 
 from nia_core.context import Assembly, ContextSource, Location, canonical_json, observe
+from nia_core.errors import one_line
 from nia_core.host.host import PluginHost
 
 
@@ -75,7 +76,7 @@ def _render_problem(render: object, value: object) -> str | None:
     try:
         text = render(value)  # type: ignore[operator]
     except Exception as exc:  # noqa: BLE001 - reported against the plugin
-        return f"baseline renderer raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return f"baseline renderer raised {one_line(exc, where=False)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():

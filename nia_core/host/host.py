@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ import pluggy
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT
-from nia_core.errors import NiaError, RenderError
+from nia_core.errors import NiaError, RenderError, one_line
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.toml import read_toml
 
@@ -49,12 +48,6 @@ def _one_line_validation(exc: Exception) -> str:
     if definition and reasons:
         return f"{definition}: {' '.join(reasons)}"
     return " ".join(lines)
-
-
-def _one_line_exception(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
 
 
 WRAPPABLE_HOOKS: frozenset[str] = frozenset()
@@ -128,7 +121,7 @@ class PluginHost:
                 # pluggy leaves the plugin half-registered in that case: take it out again.
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
-                info.error = f"nia_location_opened raised {_one_line_exception(exc)}"
+                info.error = f"nia_location_opened raised {one_line(exc)}"
                 return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None
