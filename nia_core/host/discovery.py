@@ -22,6 +22,7 @@ from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.paths import shown_path
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -90,10 +91,10 @@ def _split(value: str) -> list[str]:
 def _one_line(exc: BaseException) -> str:
     """The exception on one line, with the file and line it came from."""
     if isinstance(exc, SyntaxError):
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
+        where = f"{shown_path(exc.filename)}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
         return f"syntax error at {where}: {exc.msg}"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    where = f" ({shown_path(frames[-1].filename)}:{frames[-1].lineno})" if frames else ""
     return " ".join(f"{type(exc).__name__}: {exc}".split()) + where
 
 
