@@ -39,7 +39,6 @@ import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from nia_core.context import Snapshot
@@ -73,13 +72,16 @@ from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
-    epoch_record,
+    epoch_columns,
+    epoch_from_row,
     history_entry,
     listing,
     manifest_ids,
     message_body,
+    now,
     parse_segments,
     pending_message,
+    pick_session,
     refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
@@ -115,16 +117,9 @@ RETRY_BUDGET = 15.0
 """Seconds to keep retrying a lost connection (a server restart) and to wait for a session's lock."""
 DEFAULT_POOL_SIZE = 4
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
-_EPOCH_COLUMNS = (
-    "number, baseline_id, initial_snapshot_id, snapshot_id, start_seq, model, location, reason, created, segments"
-)
 _CACHE_CHARS = 64 * 1024 * 1024
 """Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class PostgresStore(Transactions, Store):
@@ -317,22 +312,6 @@ class PostgresStore(Transactions, Store):
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         return session_from_row(row)
 
-    @staticmethod
-    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
-        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
-        return epoch_record(
-            session_id,
-            number=row[0],
-            baseline_id=row[1],
-            initial_snapshot_id=row[2],
-            snapshot_id=row[3],
-            start_seq=row[4],
-            model=row[5],
-            location=row[6],
-            reason=row[7],
-            created=row[8],
-        )
-
     def _lock(
         self, tx: _Tx, session_id: str, *queries: tuple[str, Sequence[Any]]
     ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
@@ -365,10 +344,7 @@ class PostgresStore(Transactions, Store):
                 " AND body = %s AND created = %s)",
                 (session_id, seq + i, m.kind, message_body(m), created),
             )
-        return [
-            Message(m.kind, m.text, m.tool_calls, m.tool_call_id, m.is_error, seq + i, epoch)
-            for i, m in enumerate(messages)
-        ]
+        return [dataclasses.replace(m, seq=seq + i, epoch=epoch) for i, m in enumerate(messages)]
 
     def _swap(
         self,
@@ -428,14 +404,7 @@ class PostgresStore(Transactions, Store):
             rows = tx.all("SELECT id FROM sessions WHERE starts_with(id, %s) ORDER BY id LIMIT 6", (prefix,))
             return [str(row[0]) for row in rows]
 
-        ids = self._run(None, "look up the session", work, write=False)
-        if prefix in ids:
-            return prefix
-        if not ids or not prefix:
-            raise UnknownSession(f"no session {prefix!r} in {self.url} (see: nia session list)")
-        if len(ids) > 1:
-            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
-        return ids[0]
+        return pick_session(prefix, self._run(None, "look up the session", work, write=False), self.url)
 
     def list_sessions(self) -> SessionListing:
         def work(tx: _Tx) -> SessionListing:
@@ -467,7 +436,7 @@ class PostgresStore(Transactions, Store):
             # One statement, so record, epoch, snapshot manifest and pending input are one instant;
             # the texts they name are immutable (content-addressed) and may be fetched after it.
             row = tx.one(
-                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {_qualified('e', _EPOCH_COLUMNS)}, sn.manifest,"
+                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {epoch_columns('e')}, sn.manifest,"
                 " (SELECT coalesce(json_agg(json_build_array(p.id, p.kind, p.body) ORDER BY p.id), '[]')"
                 "  FROM pending p WHERE p.session_id = s.id)"
                 " FROM sessions s LEFT JOIN epochs e ON e.session_id = s.id AND e.number = s.epoch"
@@ -490,8 +459,8 @@ class PostgresStore(Transactions, Store):
     ) -> ActiveEpoch:
         if row[0] is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(session_id, row)
-        segment_ids = parse_segments(session_id, row[9], number)
+        record, segments = epoch_from_row(session_id, row)
+        segment_ids = parse_segments(session_id, segments, number)
         ids = None if manifest is None else manifest_ids(session_id, record.snapshot_id, manifest)
         value_ids = [] if ids is None else [i for pair in ids.values() for i in pair if i is not None]
         texts = self._get_texts(tx, [*segment_ids, *value_ids])
@@ -519,13 +488,13 @@ class PostgresStore(Transactions, Store):
     def epochs(self, session_id: str) -> list[EpochRecord]:
         def work(tx: _Tx) -> list[EpochRecord]:
             rows = tx.all(
-                f"SELECT s.id, {_qualified('e', _EPOCH_COLUMNS)} FROM sessions s"
+                f"SELECT s.id, {epoch_columns('e')} FROM sessions s"
                 " LEFT JOIN epochs e ON e.session_id = s.id WHERE s.id = %s ORDER BY e.number",
                 (session_id,),
             )
             if not rows:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            return [self._epoch_record(session_id, row[1:]) for row in rows if row[1] is not None]
+            return [epoch_from_row(session_id, row[1:])[0] for row in rows if row[1] is not None]
 
         return self._run(session_id, "read the epochs", work, write=False)
 
