@@ -21,6 +21,7 @@ from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.paths import shown_path
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -126,7 +127,7 @@ def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority
     try:
         plugin = load()
     except Exception as exc:  # noqa: BLE001 - isolation: report and go on
-        info.error = f"failed to import: {one_line(exc)}"
+        info.error = f"failed to import: {one_line(exc, show_path=shown_path)}"
         return host.record(info)
     except SystemExit as exc:
         info.error = f"failed to import: SystemExit({exc.code})"
