@@ -20,6 +20,7 @@ from nia_core.cli.app import App
 from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
+from nia_core.model import message_content
 from nia_core.providers.base import canonical_model
 from nia_core.providers.pricing import PriceTable, prices_at
 from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
@@ -135,13 +136,8 @@ def send(ctx: click.Context, session_id: str, text: str | None, as_json: bool) -
 
 
 def _message_json(message: Message, snapshot_id: str | None = None, created: str | None = None) -> dict[str, Any]:
-    item: dict[str, Any] = {"seq": message.seq, "epoch": message.epoch, "kind": message.kind, "text": message.text}
-    if message.tool_calls:
-        item["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        item["tool_call_id"] = message.tool_call_id
-    if message.is_error:
-        item["is_error"] = True
+    item: dict[str, Any] = {"seq": message.seq, "epoch": message.epoch, "kind": message.kind}
+    item.update(message_content(message))
     if snapshot_id is not None:
         item["snapshot"] = snapshot_id
     if created is not None:

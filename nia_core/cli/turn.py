@@ -13,6 +13,7 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.errors import NiaError, UsageError
+from nia_core.model import tool_calls_json
 from nia_core.project import Workflow
 from nia_core.providers.lookup import ProviderLookup
 from nia_core.runtime.usage import reported, usage_json, usage_line
@@ -89,7 +90,7 @@ def turn_json(session_id: str, result: Replied) -> dict[str, Any]:
     return {
         "session": session_id,
         "reply": reply.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls],
+        "tool_calls": tool_calls_json(reply.tool_calls),
         "system_message": admitted.text if admitted is not None else None,
         "new_epoch": boundary.initialized
         or (boundary.admission is not None and boundary.admission.outcome == "replaced"),

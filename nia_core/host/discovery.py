@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +16,14 @@ from typing import Any
 
 from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
-from nia_core.errors import InvalidSourceKey
+from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
-from nia_core.host.importing import ImportDeadline, PluginRaised, describe, import_plugin
+from nia_core.host.importing import ImportDeadline, PluginRaised, import_plugin
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.paths import shown_path
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -87,18 +87,6 @@ class Selection:
 
 def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _one_line(exc: BaseException) -> str:
-    """The exception on one line, with the file and line it came from."""
-    if isinstance(exc, PluginRaised):
-        exc = exc.original
-    if isinstance(exc, SyntaxError):
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
-        return f"syntax error at {where}: {exc.msg}"
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return describe(exc) + where
 
 
 def _namespace(plugin: object, info: PluginInfo) -> str | None:
@@ -176,7 +164,8 @@ def register_imported(
         info.error = str(exc)
         return host.record(info)
     except Exception as exc:  # noqa: BLE001 - isolation: report and go on
-        info.error = f"failed to import: {_one_line(exc)}"
+        original = exc.original if isinstance(exc, PluginRaised) else exc
+        info.error = f"failed to import: {one_line(original, show_path=shown_path)}"
         return host.record(info)
     try:
         info.namespace = info.namespace or _namespace(plugin, info)

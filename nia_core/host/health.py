@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
 from nia_core.context.observe import max_source_bytes, too_large
+from nia_core.errors import one_line
 from nia_core.host.host import PluginHost
-from nia_core.host.importing import describe
 from nia_core.process import is_user_interrupt
 from nia_core.stdio import PLUGIN_CODE
 
@@ -84,7 +84,7 @@ def _render_problem(render: object, value: object) -> str | None:
     except BaseException as exc:
         if is_user_interrupt(exc):
             raise
-        return f"baseline renderer raised {describe(exc)}"
+        return f"baseline renderer raised {one_line(exc, where=False)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():

@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import re
 import threading
-import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,8 @@ import pluggy
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
-from nia_core.errors import NiaError, RenderError
-from nia_core.host.importing import describe, import_deadline
+from nia_core.errors import NiaError, RenderError, one_line
+from nia_core.host.importing import import_deadline
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.process import is_user_interrupt
 from nia_core.project.toml import read_toml
@@ -62,12 +61,6 @@ def _one_line_validation(exc: Exception) -> str:
     if definition and reasons:
         return f"{definition}: {' '.join(reasons)}"
     return " ".join(lines)
-
-
-def _one_line_exception(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{describe(exc)}{where}"
 
 
 WRAPPABLE_HOOKS: frozenset[str] = frozenset()
@@ -161,7 +154,7 @@ class PluginHost:
                 # pluggy leaves the plugin half-registered in that case: take it out again.
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
-                info.error = f"nia_location_opened raised {_one_line_exception(exc)}"
+                info.error = f"nia_location_opened raised {one_line(exc)}"
                 return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None
@@ -199,7 +192,7 @@ class PluginHost:
                     if is_user_interrupt(exc):
                         raise
                     self.unregister(name)
-                    self._mark_broken(name, f"nia_location_opened raised {describe(exc)}")
+                    self._mark_broken(name, f"nia_location_opened raised {one_line(exc, where=False)}")
 
             guarded._nia_guarded = True  # type: ignore[attr-defined]
             impl.function = guarded  # type: ignore[misc]  # pluggy types it Final; it is a plain attribute
@@ -455,7 +448,7 @@ class PluginHost:
             except BaseException as exc:
                 if is_user_interrupt(exc):
                     raise
-                problems.append(HookProblem(plugin, hook, f"raised {describe(exc)}"))
+                problems.append(HookProblem(plugin, hook, f"raised {one_line(exc, where=False)}"))
                 continue
             answers.append((plugin, result))
             if first_result and result is not None and not every:

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nia_core.errors import one_line
 from nia_core.process import abandon
 
 IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
@@ -48,10 +49,7 @@ class PluginRaised(Exception):
 
 def describe(exc: BaseException) -> str:
     """``Type: message`` on one line; ``SystemExit(2)`` for an exit."""
-    if isinstance(exc, SystemExit):
-        return f"SystemExit({exc.code!r})" if exc.code is not None else "SystemExit()"
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return one_line(exc, where=False)
 
 
 def import_deadline(environ: Mapping[str, str] | None = None) -> float:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from nia_core.errors import UsageError
 from nia_core.model import Provider, split_model
+from nia_core.project.paths import shown_path
 from nia_core.providers import registry
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import ProviderConfigError
@@ -84,12 +85,12 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
         if name not in CONFIGURABLE:
             known = ", ".join(sorted(CONFIGURABLE))
             raise ProviderConfigError(
-                f"{path}: [providers.{name}]: not a configurable provider (known: {known}); "
+                f"{shown_path(path)}: [providers.{name}]: not a configurable provider (known: {known}); "
                 "a plugin's provider reads the plugin's own [plugins.NAME] table"
             )
     factories: dict[str, Callable[[], Provider]] = {
         # Built per lookup, so the environment is read now, not when the process first asked.
-        name: functools.partial(cls.from_config, tables.get(name, {}), where=str(path))
+        name: functools.partial(cls.from_config, tables.get(name, {}), where=shown_path(path))
         for name, cls in CONFIGURABLE.items()
     }
     found: list[tuple[str, str]] = []

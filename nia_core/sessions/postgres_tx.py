@@ -54,7 +54,10 @@ def display_url(url: str) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    """The server's primary message when there is one (not its CONTEXT lines), else the client's, on one line."""
+    """The server's primary message when there is one (not its CONTEXT lines), else the client's, on one line.
+
+    Not :func:`nia_core.errors.one_line`: a database error is worded by the server, not by its Python type.
+    """
     diag = getattr(exc, "diag", None)
     primary = getattr(diag, "message_primary", None) if diag is not None else None
     lines = [line.strip() for line in str(primary or exc).splitlines() if line.strip()]

@@ -15,7 +15,7 @@ from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
-from nia_core.model import MESSAGE_KINDS, Message, ToolCall
+from nia_core.model import MESSAGE_KINDS, Message, ToolCall, message_content
 from nia_core.sessions.errors import CorruptRecord, RefusedInput, UnknownSession
 from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
@@ -38,14 +38,7 @@ def content_id(text: str) -> str:
 
 def message_body(message: Message) -> str:
     """The canonical JSON of a message's content (kind, seq and epoch are columns of their own)."""
-    body: dict[str, Any] = {"text": message.text}
-    if message.tool_calls:
-        body["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        body["tool_call_id"] = message.tool_call_id
-    if message.is_error:
-        body["is_error"] = True
-    return canonical_json(body)
+    return canonical_json(message_content(message))
 
 
 def refuse_unsendable(session_id: str, message: Message) -> None:
