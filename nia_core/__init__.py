@@ -21,6 +21,7 @@ from nia_core.about import __version__
 from nia_core.context import (
     DEFAULT_TIMEOUT,
     JSON,
+    LOADER_TIMEOUT,
     UNAVAILABLE,
     Change,
     Codec,
@@ -62,6 +63,7 @@ from nia_core.model import (
 __all__ = [
     "DEFAULT_TIMEOUT",
     "JSON",
+    "LOADER_TIMEOUT",
     "UNAVAILABLE",
     "Change",
     "Codec",

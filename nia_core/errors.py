@@ -6,6 +6,26 @@ message on one line and exits with ``exit_code`` instead of showing a traceback.
 
 from __future__ import annotations
 
+import traceback
+from collections.abc import Callable
+
+
+def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str], str] = str) -> str:
+    """``Type: message`` on one line, for a report naming what failed; the one way nia words an exception.
+
+    ``where`` adds the file and line it was raised at (the last frame outside
+    Python's frozen import machinery), written by ``show_path``; a syntax
+    error says where it is instead.
+    """
+    if isinstance(exc, SyntaxError) and where:
+        place = f"{show_path(exc.filename)}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
+        return f"syntax error at {place}: {exc.msg}"
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if not where:
+        return text
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
+    return text + (f" ({show_path(frames[-1].filename)}:{frames[-1].lineno})" if frames else "")
+
 
 class NiaError(Exception):
     """An error with a message fit for a user; the CLI prints it without a traceback."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import logging
 import socket
 import ssl
 import time
@@ -34,6 +35,8 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from nia_core.errors import NiaError
+
+log = logging.getLogger("nia.http")
 
 CREDENTIAL_HEADERS = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "cookie"}
@@ -377,6 +380,7 @@ def _once(
             connection = http.client.HTTPConnection(proxy_host, proxy_port, timeout=connect_timeout)
             target = urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
             wire_headers.update(proxy_auth)
+    started = time.monotonic()
     try:
         connection.request(method, target, body=body, headers=wire_headers)
         sock = connection.sock
@@ -385,12 +389,26 @@ def _once(
         raw = connection.getresponse()
     except (OSError, http.client.HTTPException, ValueError) as exc:
         connection.close()
+        log.debug("%s %s: %s after %.0f ms", method, redact_url(url), type(exc).__name__, _ms(started))
         if deadline.expired():
             raise deadline_failure(url, deadline) from None
         if isinstance(exc, ValueError):
             raise HttpFailure(f"cannot send to {redact_url(url)}: invalid request") from None
         raise network_failure(url, exc, timeout, reading=False) from None
+    log.debug(
+        "%s %s%s: HTTP %s in %.0f ms (%s bytes sent)",
+        method,
+        redact_url(url),
+        " via proxy" if proxy is not None else "",
+        raw.status,
+        _ms(started),
+        len(body or b""),
+    )
     return Response(raw, sock, url, timeout, deadline)
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
 
 
 def _proxy_for(parts: SplitResult) -> tuple[str, int, dict[str, str]] | None:

@@ -49,6 +49,25 @@ class Message:
     leaves it, and the user input it answered, out of every later request."""
 
 
+def tool_calls_json(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
+
+
+def message_content(message: Message) -> dict[str, Any]:
+    """A message's content as JSON-ready data, the one way: what the store keeps and ``--json`` shows.
+
+    ``text`` always; ``tool_calls``, ``tool_call_id`` and ``is_error`` only when set.
+    """
+    content: dict[str, Any] = {"text": message.text}
+    if message.tool_calls:
+        content["tool_calls"] = tool_calls_json(message.tool_calls)
+    if message.tool_call_id is not None:
+        content["tool_call_id"] = message.tool_call_id
+    if message.is_error:
+        content["is_error"] = True
+    return content
+
+
 @dataclass(frozen=True)
 class ModelRequest:
     """Everything a provider needs for one call: the epoch's baseline and projected history."""

@@ -166,10 +166,10 @@ def make_host(
     ``strict`` (the default) turns any plugin failure into a ``PluginError``, so
     a test fails loudly; pass ``strict=False`` to see how nia isolates it.
     """
-    from nia_core.context import DEFAULT_TIMEOUT
+    from nia_core.context import LOADER_TIMEOUT
     from nia_core.host import PluginHost
 
-    host = PluginHost(strict=strict, timeout=DEFAULT_TIMEOUT if timeout is None else timeout)
+    host = PluginHost(strict=strict, timeout=LOADER_TIMEOUT if timeout is None else timeout)
     for plugin in plugins:
         add_plugin(host, plugin, builtin=builtin)
     return host

@@ -9,6 +9,7 @@ command would hit.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -16,7 +17,7 @@ import click
 from nia_core.errors import NiaError
 from nia_core.sessions import SCHEMA_VERSION, Store, db_url, open_store
 from nia_core.sessions.check import session_problems
-from nia_core.sessions.open import check_postgres_url, scheme_of
+from nia_core.sessions.open import check_postgres_url, scheme_of, sqlite_parts
 
 
 class CheckFailed(NiaError):
@@ -33,10 +34,7 @@ def is_postgres(url: str) -> bool:
 
 def sqlite_file(url: str) -> Path:
     """The file a SQLite ``NIA_DB`` (a path or ``sqlite:///path?…``) names."""
-    if url[:7].lower() == "sqlite:":
-        rest = url[len("sqlite:") :]
-        url = (rest[2:] if rest.startswith("//") else rest).partition("?")[0]
-    return Path(url).expanduser()
+    return Path(sqlite_parts(url)[0]).expanduser()
 
 
 def describe(store: Store, url: str) -> str:
@@ -78,7 +76,8 @@ def migrate() -> None:
 
 
 @db.command()
-def check() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object (exit status unchanged).")
+def check(as_json: bool) -> None:
     """Check the schema version and every session: readable, hash-checked, gap-free, each change admitted once.
 
     Exits 1 when the database needs `nia db migrate` or a session has a problem.
@@ -97,25 +96,41 @@ def check() -> None:
             store.close()
             raise CheckFailed(f"no database at {path} (NIA_DB); `nia db migrate` creates one")
         version = current = SCHEMA_VERSION
+    problems: dict[str, list[str]] = {}
     with store:
-        click.echo(f"database: {describe(store, url)}")
-        if version is None:
-            raise CheckFailed(f"{store.url} has no nia tables yet; run: nia db migrate")
-        if version < current:
-            raise CheckFailed(
-                f"{store.url} is at schema version {version}, this nia uses {current}; run: nia db migrate"
+        where = describe(store, url)
+        if version is None or version < current:
+            needed = (
+                f"{store.url} has no nia tables yet; run: nia db migrate"
+                if version is None
+                else f"{store.url} is at schema version {version}, this nia uses {current}; run: nia db migrate"
             )
-        click.echo(f"schema version: {version} (current)")
+            if as_json:
+                behind = {"database": where, "schema_version": version, "current_schema_version": current}
+                click.echo(json.dumps(behind | {"ok": False, "error": needed}, indent=2))
+            else:
+                click.echo(f"database: {where}")
+            raise CheckFailed(needed)
         listing = store.list_sessions()
         for damaged in listing.damaged:  # a row that does not even read; the others are still checked
-            click.echo(f"session {damaged.session_id}: {damaged.problem}")
-        bad = len(listing.damaged)
-        total = len(listing.sessions) + bad
+            problems.setdefault(damaged.session_id or "?", []).append(damaged.problem)
+        total = len(listing.sessions) + len(listing.damaged)
         for record in listing.sessions:
             found = session_problems(store, record.id)
-            bad += bool(found)
+            if found:
+                problems.setdefault(record.id, []).extend(found)
+    if as_json:
+        report: dict[str, object] = {"database": where, "schema_version": version}
+        report |= {"current_schema_version": current, "sessions": total, "ok": not problems, "problems": problems}
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"database: {where}")
+        click.echo(f"schema version: {version} (current)")
+        for session_id, found in problems.items():
             for problem in found:
-                click.echo(f"session {record.id}: {problem}")
-    if bad:
-        raise CheckFailed(f"{bad} of {total} sessions have problems (listed above)")
-    click.echo(f"sessions: {total} checked, all consistent")
+                click.echo(f"session {session_id}: {problem}")
+    if problems:
+        where_listed = "in the report" if as_json else "listed above"
+        raise CheckFailed(f"{len(problems)} of {total} sessions have problems ({where_listed})")
+    if not as_json:
+        click.echo(f"sessions: {total} checked, all consistent")

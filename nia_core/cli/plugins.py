@@ -19,6 +19,7 @@ from nia_core.errors import NiaError, UsageError
 from nia_core.host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
 from nia_core.host.discovery import ENTRY_POINT_GROUP
 from nia_core.plugin_template import PluginNames, render
+from nia_core.project.paths import shown_path
 
 LOCATION_OPTION = click.option(
     "--location",
@@ -251,9 +252,9 @@ def disable(ctx: click.Context, name: str, location: str | None) -> None:
     _known(app, where, name)
     path = where.nia_dir / "project.toml"
     if switches.set_disabled(path, name, True):
-        click.echo(f"Disabled {name} in {path}")
+        click.echo(f"Disabled {name} in {shown_path(path)}")
     else:
-        click.echo(f"{name} is already disabled in {path}")
+        click.echo(f"{name} is already disabled in {shown_path(path)}")
 
 
 @plugins.command("enable")
@@ -267,10 +268,10 @@ def enable(ctx: click.Context, name: str, location: str | None) -> None:
     path = where.nia_dir / "project.toml"
     changed = switches.set_disabled(path, name, False)
     if changed:
-        click.echo(f"Enabled {name} in {path}")
+        click.echo(f"Enabled {name} in {shown_path(path)}")
     else:
         _known(app, where, name)
-        click.echo(f"{name} is not disabled in {path}")
+        click.echo(f"{name} is not disabled in {shown_path(path)}")
     info = _load(app, where).plugins.get(name)
     if info is not None and not info.enabled:
         click.echo(f"Note: {name} is still switched off by {info.disabled_by}", err=True)

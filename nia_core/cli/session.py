@@ -20,6 +20,7 @@ from nia_core.cli.app import App
 from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
 from nia_core.errors import NiaError, UsageError
+from nia_core.model import message_content
 from nia_core.providers.base import canonical_model
 from nia_core.providers.pricing import PriceTable, prices_at
 from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
@@ -121,8 +122,9 @@ def new(ctx: click.Context, location: str | None, model: str | None, as_json: bo
 @session.command("send")
 @click.argument("session_id", metavar="ID")
 @click.argument("text", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the reply, the admitted system message and usage as JSON.")
 @click.pass_context
-def send(ctx: click.Context, session_id: str, text: str | None) -> None:
+def send(ctx: click.Context, session_id: str, text: str | None, as_json: bool) -> None:
     """Send TEXT (or '-' for stdin) and print the reply: one safe boundary and one provider call.
 
     Without TEXT, retries input still pending (after a blocked or failed send).
@@ -130,17 +132,12 @@ def send(ctx: click.Context, session_id: str, text: str | None) -> None:
     app = App.of(ctx)
     text = read_stdin() if text == "-" else None if text is None else check_text(text, "the argument TEXT")
     with opened(ctx, session_id) as (store, full_id):
-        send_turn(app, store, full_id, text, retry=f"nia session send {full_id}")
+        send_turn(app, store, full_id, text, retry=f"nia session send {full_id}", as_json=as_json)
 
 
 def _message_json(message: Message, snapshot_id: str | None = None, created: str | None = None) -> dict[str, Any]:
-    item: dict[str, Any] = {"seq": message.seq, "epoch": message.epoch, "kind": message.kind, "text": message.text}
-    if message.tool_calls:
-        item["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        item["tool_call_id"] = message.tool_call_id
-    if message.is_error:
-        item["is_error"] = True
+    item: dict[str, Any] = {"seq": message.seq, "epoch": message.epoch, "kind": message.kind}
+    item.update(message_content(message))
     if snapshot_id is not None:
         item["snapshot"] = snapshot_id
     if created is not None:
@@ -361,16 +358,11 @@ def list_command(ctx: click.Context, location: str | None, as_json: bool) -> Non
 @click.pass_context
 def delete_command(ctx: click.Context, session_ids: tuple[str, ...], yes: bool) -> None:
     """Delete sessions for good: their history, epochs and pending input."""
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         full_ids = [store.resolve(prefix) for prefix in session_ids]
         if not yes:
             click.confirm(f"Delete {len(full_ids)} session(s) ({', '.join(full_ids)}) for good?", abort=True, err=True)
-        for full_id in full_ids:
-            try:
-                store.delete_session(full_id)
-            except StoreError as exc:
-                raise exc.about(full_id) from None
-            click.echo(f"Deleted session {full_id}")
+        _delete(store, full_ids)
 
 
 @session.command("prune")
@@ -389,7 +381,7 @@ def prune_command(ctx: click.Context, age: str, location: str | None, dry_run: b
     """Delete the sessions whose last activity is older than AGE."""
     cutoff = (datetime.now(UTC) - _parse_age(age)).isoformat(timespec="milliseconds")
     within = _absolute(location) if location is not None else None
-    with opened(ctx) as (store, _):
+    with opened(ctx, create=False) as (store, _):
         listing = store.list_sessions()
         activity = store.activity()
         stale = [
@@ -407,12 +399,16 @@ def prune_command(ctx: click.Context, age: str, location: str | None, dry_run: b
             return
         if not yes:
             click.confirm(f"Delete {len(stale)} session(s) idle for {age} for good?", abort=True, err=True)
-        for session_id in stale:
-            try:
-                store.delete_session(session_id)
-            except StoreError as exc:
-                raise exc.about(session_id) from None
-            click.echo(f"Deleted session {session_id}")
+        _delete(store, stale)
+
+
+def _delete(store: Store, session_ids: list[str]) -> None:
+    for session_id in session_ids:
+        try:
+            store.delete_session(session_id)
+        except StoreError as exc:
+            raise exc.about(session_id) from None
+        click.echo(f"Deleted session {session_id}")
 
 
 _AGE_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -449,7 +445,7 @@ def _activity_json(seen: SessionActivity | None) -> dict[str, Any]:
 @click.pass_context
 def stats_command(ctx: click.Context, session_id: str, as_json: bool) -> None:
     """Turns, tokens, cache-read share and estimated cost (beside the cost with no cache hits)."""
-    with opened(ctx, session_id) as (store, full_id):
+    with opened(ctx, session_id, create=False) as (store, full_id):
         record = store.session(full_id)
         history = store.history(full_id)
         table = _prices(App.of(ctx), record.location)

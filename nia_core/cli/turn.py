@@ -6,13 +6,17 @@ the one place that shows one.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import click
 
 from nia_core.cli.app import App
 from nia_core.errors import NiaError, UsageError
+from nia_core.model import tool_calls_json
 from nia_core.project import Workflow
 from nia_core.providers.lookup import ProviderLookup
-from nia_core.runtime.usage import reported, usage_line
+from nia_core.runtime.usage import reported, usage_json, usage_line
 from nia_core.sessions import Blocked, Replied, Store
 
 BLOCKED_EXIT = 3
@@ -34,13 +38,18 @@ def send_turn(
     retry: str,
     workflow: Workflow | None = None,
     providers: ProviderLookup | None = None,
+    as_json: bool = False,
 ) -> Replied:
-    """Send one turn and print the reply; a blocked context exits 3 naming ``retry``, the command that retries."""
+    """Send one turn and print the reply; a blocked context exits 3 naming ``retry``, the command that retries.
+
+    With ``as_json`` nothing is streamed: stdout is one JSON object once the reply is stored.
+    """
     streamed: list[str] = []
 
     def show_text(piece: str) -> None:
         streamed.append(piece)
-        click.echo(piece, nl=False)
+        if not as_json:
+            click.echo(piece, nl=False)
 
     report = app.runtime.turn(store, session_id, text, stream=show_text, workflow=workflow, providers=providers)
     result = report.result
@@ -52,8 +61,11 @@ def send_turn(
                 f"{', '.join(admission.blocked_on)}; the current one stays in force",
                 err=True,
             )
-        click.echo("" if streamed else result.reply.text)
         reply = result.reply
+        if as_json:
+            click.echo(json.dumps(turn_json(session_id, result), indent=2, ensure_ascii=False))
+        else:
+            click.echo("" if streamed else reply.text)
         if reply.resets_turn:
             click.echo(
                 f"Warning: session {session_id}: the model refused (stop_reason {reply.stop_reason}); the refused "
@@ -63,9 +75,26 @@ def send_turn(
             )
         elif reply.refusal:
             click.echo(f"Warning: session {session_id}: the model refused this request", err=True)
-        if reported(reply.usage):
+        if reported(reply.usage) and not as_json:
             click.echo(usage_line(reply.usage), err=True)
         return result
     if isinstance(result, Blocked):
         raise SessionBlocked(f"{result}; the input is kept pending, retry with: {retry}")
     raise UsageError(str(result))
+
+
+def turn_json(session_id: str, result: Replied) -> dict[str, Any]:
+    """A stored turn for machines: the reply, the system message admitted before it (or the new baseline), usage."""
+    boundary, reply = result.boundary, result.reply
+    admitted = boundary.admission.message if boundary.admission is not None else None
+    return {
+        "session": session_id,
+        "reply": reply.text,
+        "tool_calls": tool_calls_json(reply.tool_calls),
+        "system_message": admitted.text if admitted is not None else None,
+        "new_epoch": boundary.initialized
+        or (boundary.admission is not None and boundary.admission.outcome == "replaced"),
+        "usage": usage_json(reply.usage) if reported(reply.usage) else None,
+        "stop_reason": reply.stop_reason,
+        "refusal": reply.refusal,
+    }

@@ -16,7 +16,7 @@ from nia_core.context.registry import (
     SystemContextRegistry,
 )
 from nia_core.context.snapshot import EMPTY_SNAPSHOT, CorruptSnapshot, Snapshot, SnapshotEntry
-from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource, Unavailable
+from nia_core.context.source import DEFAULT_TIMEOUT, LOADER_TIMEOUT, UNAVAILABLE, ContextSource, Unavailable
 from nia_core.context.system import (
     SEPARATOR,
     Change,
@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "EMPTY_SNAPSHOT",
     "JSON",
+    "LOADER_TIMEOUT",
     "SEPARATOR",
     "UNAVAILABLE",
     "Assembly",

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
 from nia_core.context.concurrent import call_all
-from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
+from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 
 log = logging.getLogger("nia.context")
 
@@ -32,7 +32,7 @@ class Observation(NamedTuple):
         return self.status == "ok"
 
 
-def observe(sources: Sequence[ContextSource], default_timeout: float = DEFAULT_TIMEOUT) -> list[Observation]:
+def observe(sources: Sequence[ContextSource], default_timeout: float = LOADER_TIMEOUT) -> list[Observation]:
     """Call every source's loader once; observations come back in composition order."""
     timeouts = [default_timeout if s.timeout is None else s.timeout for s in sources]
     outcomes = call_all([s.load for s in sources], timeouts, [s.asynchronous for s in sources])

@@ -20,7 +20,7 @@ from typing import Any, Literal, NoReturn
 from nia_core.context.concurrent import call_all
 from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
 from nia_core.context.location import Location
-from nia_core.context.source import DEFAULT_TIMEOUT, ContextSource
+from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
 
@@ -128,7 +128,7 @@ class Scope:
 class SystemContextRegistry:
     """Global producers, replayed into each open :class:`LocationContext`."""
 
-    def __init__(self, *, producer_timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, *, producer_timeout: float = LOADER_TIMEOUT) -> None:
         self.producer_timeout = producer_timeout
         self._lock = threading.RLock()
         self._contributions: dict[str, Contribution] = {}

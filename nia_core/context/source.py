@@ -24,8 +24,10 @@ class Unavailable(enum.Enum):
 UNAVAILABLE: Final = Unavailable.UNAVAILABLE
 """Returned by a loader that cannot observe its value right now (stale-while-revalidate)."""
 
-DEFAULT_TIMEOUT = 2.0
+LOADER_TIMEOUT = 2.0
 """Seconds a loader may take before it counts as unavailable for that observation."""
+DEFAULT_TIMEOUT = LOADER_TIMEOUT
+"""The loader timeout's name in earlier releases (public in :mod:`nia_core`); kept for plugins that use it."""
 
 Loader = Callable[[], Any] | Callable[[], Awaitable[Any]]
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from nia_core.context.codec import canonical_json
 from nia_core.context.observe import Observation, observe
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
-from nia_core.context.source import DEFAULT_TIMEOUT, UNAVAILABLE, ContextSource
+from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError
 
 SEPARATOR = "\n\n"
@@ -301,7 +301,7 @@ def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, 
     return Generation(SEPARATOR.join(text for _, text in parts), Snapshot(entries), tuple(parts))
 
 
-def initialize(ctx: SystemContext, *, timeout: float = DEFAULT_TIMEOUT) -> Generation:
+def initialize(ctx: SystemContext, *, timeout: float = LOADER_TIMEOUT) -> Generation:
     """Observe every source once and render a fresh baseline.
 
     Raises :class:`InitializationBlocked` naming every unavailable key: an
@@ -337,13 +337,13 @@ def _replacement(
     return ReplacementReady(generation, reason, observations)
 
 
-def replace(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAULT_TIMEOUT) -> Replacement:
+def replace(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER_TIMEOUT) -> Replacement:
     """Render a fresh baseline unless a source already admitted is unavailable."""
     available, unavailable, observed = _encode_observations(ctx, observe(ctx.sources, timeout))
     return _replacement(ctx, available, unavailable, snapshot, "replacement requested", observed)
 
 
-def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = DEFAULT_TIMEOUT) -> Reconciliation:
+def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER_TIMEOUT) -> Reconciliation:
     """Observe once and compare with ``snapshot``; see the module docstring."""
     available, unavailable, observed = _encode_observations(ctx, observe(ctx.sources, timeout))
     present = set(ctx.keys)

@@ -9,10 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from nia_core.context import Location
-from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.host.discovery import Selection, load_builtins, load_entry_points, load_local
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.paths import shown_path
 from nia_core.project.toml import ConfigError, read_toml
 
 __all__ = ["PluginError", "PluginHost", "PluginInfo", "Selection", "config_disabled", "load_host", "local_folders"]
@@ -23,10 +24,10 @@ def config_disabled(location: Location) -> list[str]:
     path = location.nia_dir / "project.toml"
     plugins = read_toml(path).get("plugins", {})
     if not isinstance(plugins, dict):
-        raise ConfigError(f"{path}: [plugins] must be a table")
+        raise ConfigError(f"{shown_path(path)}: [plugins] must be a table")
     disabled = plugins.get("disabled", [])
     if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
-        raise ConfigError(f"{path}: plugins.disabled must be a list of plugin names")
+        raise ConfigError(f"{shown_path(path)}: plugins.disabled must be a list of plugin names")
     return disabled
 
 
@@ -42,7 +43,7 @@ def load_host(
     flags: Iterable[str] = (),
     strict: bool = False,
     entry_points: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = LOADER_TIMEOUT,
 ) -> PluginHost:
     """A host with every plugin that may load at ``location``: built-ins, installed, local."""
     host = PluginHost(strict=strict, timeout=timeout)

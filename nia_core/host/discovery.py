@@ -9,19 +9,19 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
-from nia_core.errors import InvalidSourceKey
+from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.paths import shown_path
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
@@ -87,16 +87,6 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _one_line(exc: BaseException) -> str:
-    """The exception on one line, with the file and line it came from."""
-    if isinstance(exc, SyntaxError):
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
-        return f"syntax error at {where}: {exc.msg}"
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return " ".join(f"{type(exc).__name__}: {exc}".split()) + where
-
-
 def _namespace(plugin: object, info: PluginInfo) -> str | None:
     """The plugin's declared ``NIA_NAMESPACE``; raises ``ValueError`` when it cannot be one."""
     namespace = getattr(plugin, "NIA_NAMESPACE", None)
@@ -137,7 +127,7 @@ def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority
     try:
         plugin = load()
     except Exception as exc:  # noqa: BLE001 - isolation: report and go on
-        info.error = f"failed to import: {_one_line(exc)}"
+        info.error = f"failed to import: {one_line(exc, show_path=shown_path)}"
         return host.record(info)
     except SystemExit as exc:
         info.error = f"failed to import: SystemExit({exc.code})"

@@ -13,6 +13,7 @@ providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers
 from __future__ import annotations
 
 from nia_core.context import Assembly, ContextSource, Location, canonical_json, observe
+from nia_core.errors import one_line
 from nia_core.host.host import PluginHost
 
 
@@ -35,6 +36,7 @@ def check(host: PluginHost, location: Location) -> Assembly:
             if problem:
                 host._mark_broken(info.name, f"context source {source.key!r}: {problem}")
         _check_commands(host)
+        _check_summarize(host)
     finally:
         view.close()
     return assembly
@@ -52,21 +54,29 @@ def _check_commands(host: PluginHost) -> None:
     """Run each ``nia_register_commands`` into a throwaway group: one that raises is broken too."""
     import click
 
-    for impl in host.pm.hook.nia_register_commands.get_hookimpls():
-        info = host.plugins.get(impl.plugin_name)
-        if info is None or info.error:
-            continue
-        try:
-            impl.function(cli=click.Group())
-        except Exception as exc:  # noqa: BLE001 - reported against the plugin
-            host._mark_broken(info.name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
+    _, problems = host.call_each("nia_register_commands", {"cli": click.Group()})
+    for problem in problems:
+        host._mark_broken(problem.plugin, problem.message)
+
+
+def _check_summarize(host: PluginHost) -> None:
+    """Ask each ``nia_summarize`` for a summary of a one-message history: one that raises is broken."""
+    from nia_core.model import Message
+
+    history = [Message("user", "Tidy up cart.py", seq=1)]
+    answers, problems = host.call_each("nia_summarize", {"messages": history}, every=True)
+    for problem in problems:
+        host._mark_broken(problem.plugin, problem.message)
+    for plugin, answer in answers:
+        if answer is not None and not isinstance(answer, str):
+            host._mark_broken(plugin, f"nia_summarize returned {type(answer).__name__}, not text")
 
 
 def _render_problem(render: object, value: object) -> str | None:
     try:
         text = render(value)  # type: ignore[operator]
     except Exception as exc:  # noqa: BLE001 - reported against the plugin
-        return f"baseline renderer raised {type(exc).__name__}: {' '.join(str(exc).split())}"
+        return f"baseline renderer raised {one_line(exc, where=False)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():

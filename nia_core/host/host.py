@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-import traceback
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ import pluggy
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
-from nia_core.context.source import DEFAULT_TIMEOUT
-from nia_core.errors import NiaError, RenderError
-from nia_core.host.plugin import Origin, PluginInfo
+from nia_core.context.source import LOADER_TIMEOUT
+from nia_core.errors import NiaError, RenderError, one_line
+from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.toml import read_toml
 
 log = logging.getLogger("nia.host")
@@ -51,16 +50,34 @@ def _one_line_validation(exc: Exception) -> str:
     return " ".join(lines)
 
 
-def _one_line_exception(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" ({frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+WRAPPABLE_HOOKS: frozenset[str] = frozenset()
+"""Hooks on which ``@hookimpl(wrapper=True)`` / ``hookwrapper=True`` works. None: nia calls each
+implementation of every hook on its own (so one plugin's failure stays its own), which leaves a
+wrapper nothing to wrap; it is refused at registration instead of failing at the first call."""
+
+
+def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
+    """``@hookimpl(wrapper=True)`` on a nia hook, said at registration: pluggy would accept it."""
+    for attribute in dir(plugin):
+        if not attribute.startswith("nia_") or attribute in WRAPPABLE_HOOKS:
+            continue
+        try:
+            opts = pm.parse_hookimpl_opts(plugin, attribute)
+        except Exception:  # noqa: BLE001 - an attribute that cannot be read is pluggy's to report
+            continue
+        if opts and (opts.get("wrapper") or opts.get("hookwrapper")):
+            kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
+            return (
+                f"invalid hook implementation: {attribute}: @hookimpl({kind}) is not supported on nia hooks "
+                "(nia calls each implementation on its own); use a plain @hookimpl"
+            )
+    return None
 
 
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
-    def __init__(self, *, strict: bool = False, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
         self.registry = SystemContextRegistry(producer_timeout=timeout)
@@ -91,6 +108,10 @@ class PluginHost:
         with self._lock:
             if self.pm.has_plugin(name):
                 self.unregister(name)
+            wrapper = _wrapper_problem(self.pm, plugin)
+            if wrapper is not None:
+                info.error = wrapper
+                return self.record(info)
             try:
                 self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as exc:
@@ -100,7 +121,7 @@ class PluginHost:
                 # pluggy leaves the plugin half-registered in that case: take it out again.
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
-                info.error = f"nia_location_opened raised {_one_line_exception(exc)}"
+                info.error = f"nia_location_opened raised {one_line(exc)}"
                 return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None
@@ -254,12 +275,69 @@ class PluginHost:
 
         return produce
 
-    def register_commands(self, cli: Any) -> None:
-        for impl in self.pm.hook.nia_register_commands.get_hookimpls():
+    def call_each(
+        self,
+        hook: str,
+        arguments: dict[str, Any],
+        *,
+        location: Location | None = None,
+        skip_broken: bool = True,
+        every: bool = False,
+    ) -> tuple[list[tuple[str, Any]], list[HookProblem]]:
+        """Call every implementation of ``hook`` on its own.
+
+        The one way nia calls plugin hooks: each implementation gets the
+        arguments it names (``config``: its ``[plugins.NAME]`` table at
+        ``location``); one that raises becomes a :class:`HookProblem` and the
+        others still run. Implementations are called in registration order (the
+        first registered wins a clash); a ``firstresult`` hook goes in pluggy's
+        call order and stops at the first answer that is not ``None``. Returns
+        ``(plugin, result)`` of each that answered, and the problems; the
+        caller decides what a problem means (broken plugin, strict error).
+        Plugins already broken are skipped unless ``skip_broken`` is false;
+        ``every`` asks a ``firstresult`` hook's every implementation (a check).
+        """
+        caller = getattr(self.pm.hook, hook)
+        first_result = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
+        impls = caller.get_hookimpls()
+        answers: list[tuple[str, Any]] = []
+        problems: list[HookProblem] = []
+        for impl in reversed(impls) if first_result else impls:
+            plugin = impl.plugin_name
+            info = self.plugins.get(plugin)
+            if skip_broken and info is not None and info.error:
+                continue
+            given = dict(arguments)
+            if "config" in impl.argnames and location is not None:
+                given["config"] = self.plugin_config(plugin, location)
             try:
-                impl.function(cli=cli)
-            except Exception as exc:  # noqa: BLE001 - one plugin must not break the CLI
-                self._mark_broken(impl.plugin_name, f"nia_register_commands raised {type(exc).__name__}: {exc}")
+                result = impl.function(**{arg: given[arg] for arg in impl.argnames})
+            except Exception as exc:  # noqa: BLE001 - isolation: the plugin is reported, the others run
+                problems.append(HookProblem(plugin, hook, f"raised {type(exc).__name__}: {exc}"))
+                continue
+            answers.append((plugin, result))
+            if first_result and result is not None and not every:
+                break
+        return answers, problems
+
+    def summarize(self, messages: list[Any]) -> str | None:
+        """The first plugin's ``nia_summarize`` answer; one that raises is marked broken and the next asked."""
+        answers, problems = self.call_each("nia_summarize", {"messages": messages}, skip_broken=False)
+        for problem in problems:
+            self._mark_broken(problem.plugin, problem.message)
+        for plugin, answer in answers:  # firstresult: the first answer decides; a blank one means the default
+            if answer is None:
+                continue
+            if not isinstance(answer, str):
+                self._mark_broken(plugin, f"nia_summarize returned {type(answer).__name__}, not text")
+                return None
+            return answer if answer.strip() else None
+        return None
+
+    def register_commands(self, cli: Any) -> None:
+        _, problems = self.call_each("nia_register_commands", {"cli": cli}, skip_broken=False)
+        for problem in problems:  # one plugin must not break the CLI
+            self._mark_broken(problem.plugin, problem.message)
 
     def _mark_broken(self, name: str, error: str) -> None:
         info = self.plugins.get(name)

@@ -32,3 +32,18 @@ class PluginInfo:
         data = asdict(self)
         data["broken"] = self.broken
         return data
+
+
+@dataclass(frozen=True)
+class HookProblem:
+    """One plugin's hook implementation that raised or answered nonsense: the data, rendered only at the edge."""
+
+    plugin: str
+    hook: str
+    problem: str
+    """What it did, without the plugin's name: ``raised RuntimeError: boom``."""
+
+    @property
+    def message(self) -> str:
+        """The text ``PluginInfo.error`` and ``nia plugins list`` show."""
+        return f"{self.hook} {self.problem}"

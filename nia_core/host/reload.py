@@ -52,7 +52,7 @@ from nia_core.context import (
     reconcile,
     replace,
 )
-from nia_core.context.source import DEFAULT_TIMEOUT
+from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.errors import NiaError, RenderError
 from nia_core.host import config_disabled, load_host, local_folders
 from nia_core.host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
@@ -236,7 +236,7 @@ class DevSession:
         plugins_dirs: Iterable[str | Path] = (),
         flags: Iterable[str] = (),
         entry_points: bool = True,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOADER_TIMEOUT,
     ) -> DevSession:
         """Load every plugin for ``location`` (never strict) and open it; then call :meth:`start`."""
         plugins_dirs = tuple(plugins_dirs)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from nia_core.errors import NiaError
 from nia_core.hosts import hooklog
 from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
-from nia_core.hosts.output import fit
+from nia_core.hosts.output import SPILLED, fit, spilled_texts
 from nia_core.hosts.settings import deliver_native_files
 from nia_core.hosts.transcript import Transcript
 
@@ -147,8 +147,15 @@ def _missing(
         if e.message.kind == "system_update" and e.message.epoch == number
     ]
     lost: list[str] = []
+    spilled: list[str] | None = None
     for text in reversed(texts[-RESEND_DEPTH:]):
         if transcript.contains(_printed(adapter, text, root)):
+            break
+        if spilled is None:  # sent inside a longer text that went to a file: the model was pointed at it
+            from pathlib import Path
+
+            spilled = spilled_texts(Path(root), transcript.mentions(SPILLED))
+        if any(text in whole for whole in spilled):
             break
         lost.append(text)
     return list(reversed(lost))

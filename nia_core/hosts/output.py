@@ -34,6 +34,21 @@ def footer(path: str, size: int, limit: int, unit: str) -> str:
     )
 
 
+SPILLED = FOLDER + r"/([0-9a-f]{16})\.md"
+"""How a printed footer names its file, for the transcript check."""
+
+
+def spilled_texts(root: Path, names: list[str]) -> list[str]:
+    """The complete texts behind footers the host recorded (names from :data:`SPILLED`), where still readable."""
+    texts = []
+    for name in dict.fromkeys(names):
+        try:
+            texts.append((root / ".nia" / FOLDER / f"{name}.md").read_text(encoding="utf-8"))
+        except OSError:
+            continue
+    return texts
+
+
 def spill_path(root: Path, text: str) -> Path:
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return root / ".nia" / FOLDER / f"{digest}.md"

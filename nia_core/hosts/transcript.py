@@ -101,6 +101,10 @@ class Transcript:
         needle = escaped(text)
         return needle in (self._tail or "") or (self._whole is not self._tail and needle in self._all())
 
+    def mentions(self, pattern: str) -> list[str]:
+        """Every match of the regular expression ``pattern`` in the whole transcript, in order."""
+        return re.findall(pattern, self._all())
+
 
 def version_field(path: str | None, field: str) -> tuple[int, ...] | None:
     """The first ``"FIELD":"1.2.3"`` in the transcript's first lines, as a version tuple."""

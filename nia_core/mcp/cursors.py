@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from nia_core.context import DEFAULT_TIMEOUT, SEPARATOR, SystemContext
+from nia_core.context import LOADER_TIMEOUT, SEPARATOR, SystemContext
 from nia_core.errors import NiaError
 from nia_core.runtime import BoundaryReport, attach
 from nia_core.sessions import Store, pass_boundary
@@ -33,7 +33,7 @@ from nia_core.sessions.store import SessionState
 HOST = "mcp"
 """The attached sessions' host name: their model is ``mcp/attached`` and never sent to a provider."""
 
-CURSOR = re.compile(r"^(mcp-[0-9a-f]{20})\.(\d{1,9})\.(\d{1,12})$")
+CURSOR = re.compile(r"(mcp-[0-9a-f]{20})\.(\d{1,9})\.(\d{1,12})")
 
 Kind = Literal["baseline", "update", "unchanged", "blocked"]
 
@@ -63,7 +63,7 @@ class Cursors:
         location: str,
         context: Callable[[], SystemContext],
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOADER_TIMEOUT,
     ) -> None:
         self.store_factory = store_factory
         self.location = location
@@ -127,7 +127,7 @@ class Cursors:
 
 
 def _parse(cursor: str) -> tuple[str, int, int]:
-    match = CURSOR.match(cursor.strip())
+    match = CURSOR.fullmatch(cursor.strip())
     if match is None:
         raise CursorError(f"malformed cursor {cursor!r}: expected SESSION.EPOCH.SEQ as context_changes returned it")
     return match.group(1), int(match.group(2)), int(match.group(3))

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nia_core.context import DEFAULT_TIMEOUT, Location, SystemContext, initialize
+from nia_core.context import LOADER_TIMEOUT, Location, SystemContext, initialize
 from nia_core.errors import UsageError
 from nia_core.project.config import load_commands_config
 from nia_core.project.workflow import assemble_workflow
@@ -33,7 +33,7 @@ class Prompts:
     """Reads commands.toml at every call: a workflow edited while serving is served as edited."""
 
     def __init__(
-        self, location: Location, context: Callable[[], SystemContext], timeout: float = DEFAULT_TIMEOUT
+        self, location: Location, context: Callable[[], SystemContext], timeout: float = LOADER_TIMEOUT
     ) -> None:
         self.location = location
         self.context = context

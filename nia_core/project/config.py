@@ -19,6 +19,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 
 from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
+from nia_core.project.paths import shown_path
 from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, refused_config
 
 EntryKind = Literal["file", "directory"]
@@ -341,7 +342,7 @@ _lock = threading.Lock()
 
 def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], C], empty: C) -> C:
     path = root / ".nia" / filename
-    display = f".nia/{filename}"
+    display = shown_path(path)
     try:
         cached = _cache.get((str(path), filename))
         if cached is not None and signature(os.stat(path)) == cached[0]:

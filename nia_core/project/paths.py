@@ -57,6 +57,23 @@ def escape_name(name: str) -> str:
     return "".join(map(_escape, name))
 
 
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """How a message names a file: relative to the working directory, on one line.
+
+    ``.nia/project.toml`` in the project root, ``../.nia/project.toml`` one
+    folder below it; absolute when the relative form would climb more than two
+    folders (or the working directory is gone), where it would read worse.
+    """
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except (OSError, ValueError):  # no working directory any more, or another drive
+        relative = absolute
+    if relative.split(os.sep)[:3] == [os.pardir] * 3:
+        relative = absolute
+    return escape_name(relative)
+
+
 class ContextPathError(UsageError):
     """A context path that cannot be used; the message's second line names the entry."""
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from nia_core.errors import UsageError
 from nia_core.files import Refused, read_checked
+from nia_core.project.paths import shown_path
 
 log = logging.getLogger("nia.project")
 
@@ -61,7 +62,7 @@ def read_toml(
     ``root`` confines the read to a project (default: the project of a
     ``.nia/`` file; other paths are read unconfined, with the size limit).
     """
-    name = display or str(path)
+    name = display or shown_path(path)
     base = root if root is not None else project_root_of(Path(path))
     try:
         data = read_config_bytes(Path(path), base, name)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from typing import Any, TypeVar
 
 from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
 from nia_core.model import ProviderError
+
+log = logging.getLogger("nia.http")
 
 T = TypeVar("T")
 USER_AGENT = "nia"
@@ -169,6 +172,7 @@ class HttpClient:
                         f"{retry.error}{tries}; no retry: the call's {self.deadline:g}s deadline would pass first",
                         status=retry.error.status,
                     ) from None
+                log.debug("%s: attempt %d failed (%s); retrying in %.2f s", endpoint.label, attempt, retry.error, wait)
                 self.sleep(wait)
 
     def _once(

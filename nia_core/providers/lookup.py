@@ -14,10 +14,11 @@ import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from nia_core.errors import UsageError
 from nia_core.model import Provider, split_model
+from nia_core.project.paths import shown_path
 from nia_core.providers import registry
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import ProviderConfigError
@@ -84,12 +85,12 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
         if name not in CONFIGURABLE:
             known = ", ".join(sorted(CONFIGURABLE))
             raise ProviderConfigError(
-                f"{path}: [providers.{name}]: not a configurable provider (known: {known}); "
+                f"{shown_path(path)}: [providers.{name}]: not a configurable provider (known: {known}); "
                 "a plugin's provider reads the plugin's own [plugins.NAME] table"
             )
     factories: dict[str, Callable[[], Provider]] = {
         # Built per lookup, so the environment is read now, not when the process first asked.
-        name: functools.partial(cls.from_config, tables.get(name, {}), where=str(path))
+        name: functools.partial(cls.from_config, tables.get(name, {}), where=shown_path(path))
         for name, cls in CONFIGURABLE.items()
     }
     found: list[tuple[str, str]] = []
@@ -133,16 +134,9 @@ def _plugin_providers(
 ) -> list[tuple[Provider, str]]:
     """Each plugin's providers; ``problems`` gets ``(plugin, what it did)`` for each one left out."""
     found: list[tuple[Provider, str]] = []
-    for impl in host.pm.hook.nia_providers.get_hookimpls():
-        plugin = impl.plugin_name
-        arguments: dict[str, Any] = {"location": location}
-        if "config" in impl.argnames:
-            arguments["config"] = host.plugin_config(plugin, location)
-        try:
-            result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
-        except Exception as exc:  # noqa: BLE001 - one plugin must not break every session
-            problems.append((plugin, f"nia_providers raised {type(exc).__name__}: {exc}"))
-            continue
+    answers, raised = host.call_each("nia_providers", {"location": location}, location=location, skip_broken=False)
+    problems.extend((problem.plugin, problem.message) for problem in raised)  # one plugin must not break every session
+    for plugin, result in answers:
         if result is None:
             continue
         if not isinstance(result, list | tuple):

@@ -30,7 +30,7 @@ from nia_core.project.toml import read_toml
 from nia_core.providers.http import RetryPolicy
 from nia_core.providers.lowering import ModelCapabilities, ProviderConfigError, parse_capabilities
 
-DEFAULT_TIMEOUT = 600.0
+REQUEST_TIMEOUT = 600.0
 """Seconds per socket operation (the official SDKs' default)."""
 DEFAULT_DEADLINE = 1800.0
 """Seconds per call: a long streamed reply fits; a server that only sends keep-alives does not hang nia."""
@@ -57,7 +57,7 @@ class HttpSettings:
     api_key: str | None = field(repr=False)
     api_key_env: str
     """The variable the key came from (or should come from), for error messages."""
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = REQUEST_TIMEOUT
     deadline: float = DEFAULT_DEADLINE
     """Seconds the whole call may take (every attempt and wait), however the server trickles."""
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -107,7 +107,7 @@ def http_settings(
         raise ProviderConfigError(
             f"{source} holds a key with a line break or control character (not shown); an HTTP header cannot carry it"
         )
-    timeout = _number(table, "timeout", prefix, DEFAULT_TIMEOUT, minimum=0.001)
+    timeout = _number(table, "timeout", prefix, REQUEST_TIMEOUT, minimum=0.001)
     deadline = _number(table, "deadline", prefix, DEFAULT_DEADLINE, minimum=0.001)
     max_retries = int(_number(table, "max_retries", prefix, 2, minimum=0, integer=True))
     backoff = _number(table, "backoff", prefix, 0.5, minimum=0)

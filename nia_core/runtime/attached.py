@@ -13,12 +13,12 @@ import re
 from nia_core.errors import UsageError
 from nia_core.sessions import SessionRecord, Store, StoreError, UnknownSession
 
-HOST_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
+HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 
 
 def attached_id(host: str, host_session_id: str) -> str:
     """The session id for ``host``'s conversation ``host_session_id``: ``HOST-`` and 20 hex digits."""
-    if not HOST_NAME.match(host):
+    if not HOST_NAME.fullmatch(host):
         raise UsageError(f"host name {host!r} must be lowercase letters, digits and '-' (at most 32)")
     if not host_session_id:
         raise UsageError(f"host {host!r} gave an empty session id")

@@ -132,9 +132,10 @@ class Runtime:
         """The first ``nia_summarize`` answer of the plugins at ``where``, else the default summary."""
 
         def summarize(messages: Sequence[Message]) -> str:
-            host = self.host(where)
-            answer = host.pm.hook.nia_summarize(messages=list(messages))
-            return answer if isinstance(answer, str) and answer.strip() else default_summary(messages)
+            # A plugin whose nia_summarize raises is marked broken with a warning naming it; the next one,
+            # else the default summary, answers.
+            answer = self.host(where).summarize(list(messages))
+            return answer if answer is not None else default_summary(messages)
 
         return summarize
 

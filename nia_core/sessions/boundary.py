@@ -21,10 +21,11 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from nia_core.context import DEFAULT_TIMEOUT
+from nia_core.context import LOADER_TIMEOUT
 from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.sessions.epochs import (
     Admission,
@@ -41,6 +42,8 @@ from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionState, Store
+
+log = logging.getLogger("nia.sessions")
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         # 1. An active epoch with a complete baseline, before any input is promoted.
         ensured = ensure_epoch(store, session_id, contexts, timeout=timeout)
         if isinstance(ensured, Blocked):
+            log.debug("session %s: boundary blocked: %s", session_id, ensured)
             return ensured
         state, initialized = ensured
         # 2. Promote pending input, fenced on the Location whose epoch we just saw.
@@ -104,6 +108,7 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         history = [entry.message for entry in store.history(session_id)]
         unsettled = unsettled_tool_calls(history)
         if unsettled:
+            log.debug("session %s: no boundary while %d tool call(s) await results", session_id, len(unsettled))
             return AwaitingTools(session_id, unsettled)
         # 3. Admit what changed since the snapshot (a fresh baseline needs nothing).
         admission = None
@@ -115,12 +120,28 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         state = store.state(session_id)
         if state.epoch is None:
             continue
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
         return _Passed(state, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _decision(epoch: int, initialized: bool, admission: Admission | None) -> str:
+    """One line for ``--debug``: what this boundary decided and why."""
+    if initialized or admission is None:
+        return f"initialized epoch {epoch}"
+    changed = ", ".join(f"{change.kind} {change.key}" for change in admission.changes)
+    detail = {
+        "unchanged": "nothing changed",
+        "updated": f"admitted one system message ({changed})",
+        "replaced": f"replaced the baseline ({admission.reason}): epoch {epoch}",
+        "blocked": f"a fresh baseline is blocked on {', '.join(admission.blocked_on)}; the current one stays",
+    }
+    return f"epoch {epoch}: {detail.get(admission.outcome, admission.outcome)}"
+
+
 def run_boundary(
-    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = LOADER_TIMEOUT
 ) -> BoundaryResult:
     """Run steps 1-4 (see the module docstring)."""
     state = store.state(session_id)
@@ -166,7 +187,7 @@ class Admitted:
 
 
 def pass_boundary(
-    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, timeout: float = LOADER_TIMEOUT
 ) -> Admitted | Blocked | AwaitingTools:
     """Steps 1-3 for a session whose conversation lives in a host (an agent's hooks, an MCP client).
 
@@ -184,7 +205,7 @@ def pass_boundary(
 
 
 def start_over(
-    store: Store, session_id: str, context_for: ContextFor, *, reason: str, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, context_for: ContextFor, *, reason: str, timeout: float = LOADER_TIMEOUT
 ) -> Admitted | Blocked:
     """A fresh epoch now, for a host whose conversation started over; its baseline is the text to show.
 
@@ -236,7 +257,7 @@ def run_turn(
     *,
     text: str | None = None,
     stream: StreamCallback | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = LOADER_TIMEOUT,
 ) -> TurnResult:
     """Keep ``text`` pending, run the boundary, call the provider, store the reply.
 

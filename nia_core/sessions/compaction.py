@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from nia_core.context import DEFAULT_TIMEOUT
+from nia_core.context import LOADER_TIMEOUT
 from nia_core.errors import UsageError
 from nia_core.model import Message
 from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
@@ -57,7 +57,7 @@ def compact(
     contexts: Contexts,
     summarize: Summarizer = default_summary,
     *,
-    timeout: float = DEFAULT_TIMEOUT,
+    timeout: float = LOADER_TIMEOUT,
 ) -> ReplaceOutcome:
     """Summarize the projected history up to the last plain reply; start a fresh epoch that opens with the summary."""
     state = store.state(session_id)

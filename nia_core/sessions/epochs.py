@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from nia_core.context import (
-    DEFAULT_TIMEOUT,
+    LOADER_TIMEOUT,
     SEPARATOR,
     Change,
     Generation,
@@ -150,7 +150,7 @@ def start(store: Store, state: SessionState, generation: Generation, reason: str
 
 
 def ensure_epoch(
-    store: Store, session_id: str, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
 ) -> tuple[SessionState, bool] | Blocked:
     """Step 1: make sure the session has an active epoch; ``(state, started_now)`` or :class:`Blocked`.
 
@@ -175,7 +175,7 @@ def ensure_epoch(
 
 
 def new_epoch(
-    store: Store, session_id: str, contexts: Contexts, *, reason: str, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, contexts: Contexts, *, reason: str, timeout: float = LOADER_TIMEOUT
 ) -> SessionState | Blocked:
     """Start a fresh epoch now, whatever is active: the conversation started over (a host's clear or compaction).
 
@@ -202,7 +202,7 @@ def new_epoch(
 
 
 def admit_changes(
-    store: Store, state: SessionState, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, state: SessionState, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
 ) -> Admission:
     """Step 3: apply a requested replacement, else reconcile, writing the result in one CAS.
 
@@ -273,7 +273,7 @@ ReplaceOutcome = Replaced | Deferred | Blocked
 
 
 def replace_now(
-    store: Store, session_id: str, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
 ) -> ReplaceOutcome:
     """Apply a requested replacement (compaction, model switch) now, unless an admitted source is unavailable.
 

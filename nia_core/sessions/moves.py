@@ -9,7 +9,7 @@ when that fresh baseline is blocked, the next boundary retries it.
 
 from __future__ import annotations
 
-from nia_core.context import DEFAULT_TIMEOUT
+from nia_core.context import LOADER_TIMEOUT
 from nia_core.model import split_model
 from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
 from nia_core.sessions.store import SessionRecord, Store
@@ -21,7 +21,7 @@ def move(store: Store, session_id: str, location: str) -> SessionRecord:
 
 
 def switch_model(
-    store: Store, session_id: str, model: str, contexts: Contexts, *, timeout: float = DEFAULT_TIMEOUT
+    store: Store, session_id: str, model: str, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
 ) -> ReplaceOutcome:
     """Switch to ``model`` (``PROVIDER/MODEL``) and start a fresh epoch for it when the context allows."""
     split_model(model)

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from nia_core.sessions.errors import UnsupportedDatabase
-from nia_core.sessions.sqlite import DEFAULT_TIMEOUT, SQLiteStore
+from nia_core.sessions.sqlite import LOCK_WAIT, SQLiteStore
 from nia_core.sessions.store import Store
 
 Opener = Callable[..., Store]
@@ -91,13 +91,8 @@ def _options(url: str, query: str, known: tuple[str, ...]) -> dict[str, str]:
     return options
 
 
-def open_sqlite(url: str, *, create: bool = True) -> Store:
-    """``sqlite:///abs/path`` (or ``sqlite:////abs/path``), ``sqlite://relative/path`` or a plain path.
-
-    Query options: ``timeout=SECONDS`` to wait for another process's write lock (default 5),
-    ``synchronous=full|normal`` (default ``full``: every commit reaches the disk).
-    With ``create=False`` a missing file is read as an empty database and not created.
-    """
+def sqlite_parts(url: str) -> tuple[str, str]:
+    """``(path, query)`` of a SQLite ``NIA_DB``: the one parser, for opening it and for ``nia db``."""
     path, query = url, ""
     if url[:7].lower() == "sqlite:":
         rest = url[len("sqlite:") :]
@@ -110,8 +105,19 @@ def open_sqlite(url: str, *, create: bool = True) -> Store:
             raise _malformed(url, "it names no file (expected sqlite:///path/to/nia.db)")
         if path.endswith("/"):
             raise _malformed(url, "it names a folder, not a file (expected sqlite:///path/to/nia.db)")
+    return path, query
+
+
+def open_sqlite(url: str, *, create: bool = True) -> Store:
+    """``sqlite:///abs/path`` (or ``sqlite:////abs/path``), ``sqlite://relative/path`` or a plain path.
+
+    Query options: ``timeout=SECONDS`` to wait for another process's write lock (default 5),
+    ``synchronous=full|normal`` (default ``full``: every commit reaches the disk).
+    With ``create=False`` a missing file is read as an empty database and not created.
+    """
+    path, query = sqlite_parts(url)
     options = _options(url, query, ("timeout", "synchronous"))
-    timeout = DEFAULT_TIMEOUT
+    timeout = LOCK_WAIT
     if "timeout" in options:
         try:
             timeout = float(options["timeout"])

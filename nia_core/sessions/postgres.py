@@ -25,33 +25,45 @@ returned, aborted work is redone, and when the rows cannot tell (input that
 may already have been promoted) the error says to check before resending; so
 nothing is lost or stored twice. psycopg is imported only when this store is
 opened, so nia works without it.
+
+Three modules: the schema and its migrations (``postgres_schema``), the
+transactions and their recovery (``postgres_tx``), and the ``Store`` methods
+(here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from nia_core.about import DISTRIBUTION
 from nia_core.context import Snapshot
 from nia_core.model import Message
 from nia_core.sessions.errors import (
     CorruptRecord,
-    DatabaseFull,
-    DatabaseLocked,
-    NewerSchema,
     RevisionConflict,
     StoreError,
     UnknownSession,
     UnsupportedDatabase,
+)
+from nia_core.sessions.postgres_schema import (
+    MIGRATIONS,
+    MIN_SERVER_VERSION,
+    NIA_TABLES,
+    SCHEMA_VERSION,
+    read_version,
+)
+from nia_core.sessions.postgres_schema import migrate as migrate_schema
+from nia_core.sessions.postgres_tx import (
+    Transactions,
+    _one_line,
+    _psycopg,
+    _Tx,
+    display_url,
 )
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
@@ -60,13 +72,16 @@ from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
-    epoch_record,
+    epoch_columns,
+    epoch_from_row,
     history_entry,
     listing,
     manifest_ids,
     message_body,
+    now,
     parse_segments,
     pending_message,
+    pick_session,
     refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
@@ -88,174 +103,26 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
-T = TypeVar("T")
+__all__ = [
+    "MIGRATIONS",
+    "NIA_TABLES",
+    "RETRY_BUDGET",
+    "SCHEMA_VERSION",
+    "PostgresStore",
+    "display_url",
+    "open_postgres",
+]
 
-DEFAULT_TIMEOUT = 15.0
+RETRY_BUDGET = 15.0
 """Seconds to keep retrying a lost connection (a server restart) and to wait for a session's lock."""
 DEFAULT_POOL_SIZE = 4
-MIN_SERVER_VERSION = 130000
-"""PostgreSQL 13: ``pg_current_xact_id`` / ``pg_xact_status`` tell a lost commit's outcome."""
-
-MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
-    (
-        1,
-        (
-            # Content-addressed texts: snapshot values, removal texts, baseline segments.
-            # BYTEA (UTF-8) because a TEXT column cannot hold a NUL character.
-            "CREATE TABLE blobs (id TEXT PRIMARY KEY, data BYTEA NOT NULL)",
-            # A snapshot is a manifest {key: [value id, removal id | null]}, itself content-addressed.
-            "CREATE TABLE snapshots (id TEXT PRIMARY KEY, manifest TEXT NOT NULL)",
-            """CREATE TABLE sessions (
-                id TEXT PRIMARY KEY,
-                location TEXT NOT NULL,
-                model TEXT NOT NULL,
-                created TEXT NOT NULL,
-                revision BIGINT NOT NULL DEFAULT 0,
-                epoch INTEGER,
-                history_from BIGINT NOT NULL DEFAULT 0,
-                summary_seq BIGINT,
-                compaction TEXT
-            )""",
-            """CREATE TABLE epochs (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                number INTEGER NOT NULL,
-                baseline_id TEXT NOT NULL,
-                segments TEXT NOT NULL,
-                initial_snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
-                snapshot_id TEXT NOT NULL REFERENCES snapshots(id),
-                start_seq BIGINT NOT NULL,
-                model TEXT NOT NULL,
-                location TEXT NOT NULL,
-                reason TEXT NOT NULL,
-                created TEXT NOT NULL,
-                PRIMARY KEY (session_id, number)
-            )""",
-            """CREATE TABLE messages (
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                seq BIGINT NOT NULL,
-                epoch INTEGER,
-                kind TEXT NOT NULL,
-                body TEXT NOT NULL,
-                snapshot_id TEXT REFERENCES snapshots(id),
-                created TEXT NOT NULL,
-                PRIMARY KEY (session_id, seq)
-            )""",
-            """CREATE TABLE pending (
-                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                session_id TEXT NOT NULL REFERENCES sessions(id),
-                kind TEXT NOT NULL,
-                body TEXT NOT NULL,
-                created TEXT NOT NULL
-            )""",
-            "CREATE INDEX pending_by_session ON pending (session_id, id)",
-        ),
-    ),
-    (
-        2,
-        (
-            # Each reply's model, token usage and stop reason (nia_core/sessions/replies.py); NULL before.
-            "ALTER TABLE messages ADD COLUMN reply TEXT",
-        ),
-    ),
-)
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-"""The newest schema this nia knows; a database at a higher version is refused."""
-
-NIA_TABLES = ("blobs", "snapshots", "sessions", "epochs", "messages", "pending")
-_MIGRATION_LOCK = 0x6E6961  # "nia": one advisory lock key per schema, so runners never migrate at once
-
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
-_EPOCH_COLUMNS = (
-    "number, baseline_id, initial_snapshot_id, snapshot_id, start_seq, model, location, reason, created, segments"
-)
 _CACHE_CHARS = 64 * 1024 * 1024
 """Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401 - checked here so the error names the missing extra
-    except ImportError:
-        raise UnsupportedDatabase(
-            "NIA_DB is a PostgreSQL URL but psycopg is not installed;"
-            f" install it with: pip install '{DISTRIBUTION}[postgres]'"
-        ) from None
-    return psycopg
-
-
-def display_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict
-
-        info = conninfo_to_dict(url)
-    except Exception:  # noqa: BLE001 - a URL we cannot parse is shown by its scheme only
-        return url.split("://", 1)[0] + "://…" if "://" in url else "(unparsable connection string)"
-    user = f"{info['user']}@" if info.get("user") else ""
-    host = str(info.get("host") or "localhost")
-    port = f":{info['port']}" if info.get("port") else ""
-    return f"postgresql://{user}{host}{port}/{info.get('dbname') or ''}"
-
-
-def _one_line(exc: BaseException) -> str:
-    """The server's primary message when there is one (not its CONTEXT lines), else the client's, on one line."""
-    diag = getattr(exc, "diag", None)
-    primary = getattr(diag, "message_primary", None) if diag is not None else None
-    lines = [line.strip() for line in str(primary or exc).splitlines() if line.strip()]
-    return "; ".join(lines) or type(exc).__name__
-
-
-@dataclass
-class _Tx:
-    """One transaction's connection and what to cache once it commits."""
-
-    conn: psycopg.Connection[Any]
-    stored: set[str] = field(default_factory=set)
-    """Blob and snapshot ids this transaction wrote (known to exist once it commits)."""
-    read: dict[str, str] = field(default_factory=dict)
-    """Hash-checked texts this transaction read."""
-    evidence: list[tuple[str, str, tuple[Any, ...]]] = field(default_factory=list)
-    """``(what, query, params)``: a query that finds one of this transaction's rows exactly as it wrote them."""
-
-    def prove(self, what: str, query: str, params: Sequence[Any]) -> None:
-        """Record how to tell, after a crash, whether this transaction's write landed."""
-        self.evidence.append((what, query, tuple(params)))
-
-    def send(self, query: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        """Queue a statement; in a write transaction (pipeline mode) it travels with the next fetch or COMMIT."""
-        return self.conn.execute(query, params)  # type: ignore[arg-type]
-
-    def one(self, query: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(query, params).fetchone()  # type: ignore[arg-type]
-        return row
-
-    def all(self, query: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self.conn.execute(query, params).fetchall()  # type: ignore[arg-type]
-        return rows
-
-
-class _Lost(Exception):
-    """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
-
-    def __init__(
-        self, cause: BaseException, xid: str | None, committing: bool, tx: _Tx | None, result: Any, started: str
-    ) -> None:
-        self.cause = cause
-        self.xid = xid
-        self.started = started
-        """When the server the transaction ran on started (a restart may reuse transaction ids)."""
-        self.committing = committing
-        self.tx = tx
-        self.result = result
-
-
-class PostgresStore(Store):
+class PostgresStore(Transactions, Store):
     """Sessions in PostgreSQL (13 or newer). ``url`` is a libpq URL (``postgresql://user@host/db``).
 
     ``timeout`` bounds how long an operation retries a lost connection and waits
@@ -267,7 +134,7 @@ class PostgresStore(Store):
         self,
         url: str,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = RETRY_BUDGET,
         pool_size: int = DEFAULT_POOL_SIZE,
         migrate: bool = True,
     ) -> None:
@@ -337,12 +204,19 @@ class PostgresStore(Store):
     def close(self) -> None:
         self._pool.close()
 
-    # -- schema ---------------------------------------------------------------------------
+    # -- schema (the migrations: nia_core/sessions/postgres_schema.py) ----------------------------
 
     @property
     def schema_version(self) -> int | None:
         """The database's schema version as of opening (after migrating, unless ``migrate=False``)."""
         return self._version
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        migrate_schema(conn, self.url)
+        self._version = SCHEMA_VERSION
+
+    def _read_version(self, conn: psycopg.Connection[Any]) -> int | None:
+        return read_version(conn, self.url)
 
     def migrate(self) -> tuple[int | None, int]:
         """Apply any missing migrations; ``(version before, version after)``."""
@@ -354,229 +228,6 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise self._translate(exc, None, "migrate the database", retried=False) from None
         return before, SCHEMA_VERSION
-
-    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
-        version = self._read_version(conn)
-        if version == SCHEMA_VERSION:
-            self._version = version
-            return
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(current_schema()))", (_MIGRATION_LOCK,))
-            version = self._read_version(conn)
-            if version is None:
-                conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-                conn.execute("INSERT INTO schema_version (version) VALUES (0)")
-                version = 0
-            for target, statements in MIGRATIONS:
-                if target > version:
-                    for statement in statements:
-                        conn.execute(statement)  # type: ignore[arg-type]
-                    conn.execute("UPDATE schema_version SET version = %s", (target,))
-        self._version = SCHEMA_VERSION
-
-    def _read_version(self, conn: psycopg.Connection[Any]) -> int | None:
-        # One statement, one snapshot: another runner's migration may commit at any moment.
-        row = conn.execute(
-            "SELECT current_schema(), to_regclass('schema_version') IS NOT NULL,"
-            " array(SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()"
-            " AND table_name = ANY(%s) ORDER BY table_name)",
-            (list(NIA_TABLES),),
-        ).fetchone()
-        assert row is not None
-        schema, has_version, found = row
-        if schema is None:
-            raise StoreError(
-                f"the database {self.url} has no schema to create nia's tables in "
-                "(does the schema in search_path exist?)"
-            )
-        if not has_version:
-            if found:
-                raise StoreError(
-                    f"schema {schema} of the database {self.url} is not a nia database "
-                    f"(it has tables {', '.join(found)} but no schema_version)"
-                )
-            return None
-        rows = conn.execute("SELECT version FROM schema_version").fetchall()
-        if len(rows) != 1 or not isinstance(rows[0][0], int):
-            raise CorruptRecord(f"the database {self.url} has a damaged schema_version table")
-        version = int(rows[0][0])
-        if version > SCHEMA_VERSION:
-            raise NewerSchema(
-                f"the database {self.url} was written by a newer nia (schema version {version}; "
-                f"this nia knows up to {SCHEMA_VERSION}); upgrade nia, or set NIA_DB to use another database"
-            )
-        return version
-
-    def _configure(self, conn: psycopg.Connection[Any]) -> None:
-        """Wait at most ``timeout`` for a session's row lock, unless the URL or server chose a limit."""
-        row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
-        if row is not None and row[0] == "0":
-            conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")  # type: ignore[arg-type]
-
-    # -- transactions ---------------------------------------------------------------------
-
-    def _run(self, session_id: str | None, action: str, work: Callable[[_Tx], T], *, write: bool) -> T:
-        """Run ``work`` in one transaction, retrying lost connections, deadlocks and serialization failures."""
-        import psycopg
-
-        deadline = time.monotonic() + self.timeout
-        delay = 0.02
-        while True:
-            try:
-                return self._attempt(work, write=write, deadline=deadline)
-            except _Lost as lost:
-                outcome = self._commit_outcome(lost, session_id, action) if lost.committing else "aborted"
-                if outcome.startswith("committed"):
-                    if outcome == "committed" and lost.tx is not None:
-                        self._cache(lost.tx)  # (after a restart, trust nothing but the evidence checked)
-                    return lost.result  # type: ignore[no-any-return]
-                if time.monotonic() >= deadline:
-                    raise self._translate(lost.cause, session_id, action) from None
-                self._purge()
-            except (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected) as exc:
-                if time.monotonic() >= deadline:
-                    raise self._translate(exc, session_id, action) from None
-            except psycopg.Error as exc:
-                raise self._translate(exc, session_id, action) from None
-            except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
-                raise StoreError(
-                    f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
-                    "nothing was changed",
-                    session_id,
-                ) from None
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 2, 0.5)
-
-    def _attempt(self, work: Callable[[_Tx], T], *, write: bool, deadline: float) -> T:
-        import psycopg
-        from psycopg.pq import TransactionStatus
-
-        xid: str | None = None
-        started = ""
-        tx: _Tx | None = None
-        result: Any = None
-        committing = False
-        try:
-            with self._connection(deadline) as conn:
-                tx = _Tx(conn)
-                try:
-                    if write:
-                        # Pipeline mode: BEGIN and the transaction id travel with the first query, the
-                        # trailing writes with COMMIT, so a write costs about two round trips.
-                        with conn.pipeline():
-                            conn.execute("BEGIN", prepare=False)
-                            xid_cursor = conn.execute(
-                                "SELECT pg_current_xact_id()::text, pg_postmaster_start_time()::text", prepare=False
-                            )
-                            result = work(tx)
-                            row = xid_cursor.fetchone()
-                            assert row is not None
-                            xid, started = str(row[0]), str(row[1])
-                            committing = True
-                            conn.execute("COMMIT", prepare=False)
-                    else:
-                        result = work(tx)  # single statements, each its own snapshot (autocommit)
-                except BaseException:
-                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK", prepare=False)
-                    raise
-        except psycopg.Error as exc:
-            if _is_lost_connection(exc):
-                raise _Lost(exc, xid, committing, tx, result, started) from exc
-            raise
-        self._cache(tx)
-        return result  # type: ignore[no-any-return]
-
-    @contextlib.contextmanager
-    def _connection(self, deadline: float) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection, or one of its own when the pool has none within a second.
-
-        After a server restart the pool reconnects with a growing back-off; a
-        transaction should not wait for it when the server is already back.
-        """
-        import psycopg
-        from psycopg_pool import PoolTimeout
-
-        try:
-            conn = self._pool.getconn(timeout=min(1.0, max(0.05, deadline - time.monotonic())))
-        except PoolTimeout:
-            with psycopg.connect(self._conninfo, **self._kwargs) as own:
-                self._configure(own)
-                yield own
-            return
-        try:
-            yield conn
-        finally:
-            self._pool.putconn(conn)
-
-    def _commit_outcome(self, lost: _Lost, session_id: str | None, action: str) -> str:
-        """What became of a transaction whose COMMIT lost its connection: ``committed…`` or ``aborted``.
-
-        While the server has not restarted, its transaction id answers exactly
-        (``pg_xact_status``). After a restart it cannot: an id that never became
-        durable is handed out again. Then the transaction's own rows decide
-        (``committed (evidence)``), or, when they cannot, a clear error says so.
-        """
-        import psycopg
-
-        deadline = time.monotonic() + self.timeout
-        delay = 0.02
-        while True:
-            try:
-                # A connection of its own: after a restart the pool may still be backing off.
-                with psycopg.connect(self._conninfo, **self._kwargs) as conn:
-                    row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
-                    if row is not None and row[0] == lost.started and lost.xid is not None:
-                        status = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
-                        if status is not None and status[0] in ("committed", "aborted"):
-                            return str(status[0])
-                    else:
-                        verdict = self._verify(conn, lost.tx)
-                        if verdict is not None:
-                            return "committed (evidence)" if verdict else "aborted"
-                        break
-            except psycopg.Error as exc:
-                if not _is_lost_connection(exc):
-                    raise self._translate(exc, session_id, action) from None
-                self._purge()
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-            delay = min(delay * 2, 0.5)
-        raise StoreError(
-            f"cannot {action}: lost the connection to the database {self.url} while committing "
-            f"({_one_line(lost.cause)}) and could not learn whether the change was stored; "
-            "check the session (nia session show) before retrying",
-            session_id,
-        )
-
-    @staticmethod
-    def _verify(conn: psycopg.Connection[Any], tx: _Tx | None) -> bool | None:
-        """Whether every row the transaction wrote is there as written (``None``: its rows cannot tell)."""
-        if tx is None:
-            return None
-        if not tx.evidence:
-            return True  # it wrote no rows: there is nothing to lose or duplicate
-        found = []
-        for what, query, params in tx.evidence:
-            row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
-            verdict = row[0] if row else None
-            if what == "pending" and not verdict:
-                return None  # gone, or promoted by another runner since: the rows cannot tell
-            found.append(verdict)
-        if all(v is True for v in found):
-            return True
-        if all(v is False for v in found):
-            return False
-        return None
-
-    def _purge(self) -> None:
-        """Drop pooled connections that died with the server."""
-        import psycopg
-
-        with contextlib.suppress(psycopg.Error):
-            self._pool.check()
 
     def _cache(self, tx: _Tx) -> None:
         with self._cache_lock:
@@ -590,53 +241,6 @@ class PostgresStore(Store):
                         self._texts_size = 0
                     self._texts[text_id] = text
                     self._texts_size += len(text)
-
-    def _translate(
-        self, exc: BaseException, session_id: str | None, action: str, *, retried: bool = True
-    ) -> StoreError:
-        import psycopg
-
-        where = f"the database {self.url}"
-        detail = _one_line(exc)
-        state = getattr(exc, "sqlstate", None) or ""
-        if isinstance(exc, psycopg.errors.QueryCanceled):
-            return DatabaseLocked(
-                f"cannot {action}: {where} did not finish in time ({detail}); nothing was changed, try again",
-                session_id,
-            )
-        if isinstance(exc, psycopg.errors.LockNotAvailable):
-            return DatabaseLocked(
-                f"cannot {action}: another process held the session's lock in {where} for too long "
-                f"({detail}); nothing was changed, try again",
-                session_id,
-            )
-        if isinstance(exc, psycopg.errors.DiskFull):
-            return DatabaseFull(f"cannot {action}: {where} or its disk is full; nothing was changed", session_id)
-        if isinstance(exc, psycopg.errors.SerializationFailure | psycopg.errors.DeadlockDetected):
-            return DatabaseLocked(
-                f"cannot {action}: {where} stayed too busy (kept conflicting for {self.timeout:g}s); "
-                "nothing was changed, try again",
-                session_id,
-            )
-        if state.startswith("53"):
-            return StoreError(
-                f"cannot {action}: {where} is out of resources ({detail}); nothing was changed", session_id
-            )
-        if isinstance(exc, psycopg.errors.ReadOnlySqlTransaction):
-            return StoreError(f"cannot {action}: {where} is read-only (a standby?)", session_id)
-        if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-            return StoreError(f"cannot {action}: permission denied on {where} ({detail})", session_id)
-        if isinstance(exc, psycopg.errors.UndefinedTable):
-            return StoreError(
-                f"cannot {action}: {where} lacks nia's tables ({detail}); run: nia db migrate", session_id
-            )
-        if _is_lost_connection(exc):
-            return StoreError(
-                f"cannot {action}: cannot reach {where} ({detail})"
-                + (f"; gave up after retrying for {self.timeout:g}s" if retried else ""),
-                session_id,
-            )
-        return StoreError(f"cannot {action}: database error on {where}: {detail}", session_id)
 
     # -- content-addressed texts ----------------------------------------------------------
 
@@ -708,22 +312,6 @@ class PostgresStore(Store):
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         return session_from_row(row)
 
-    @staticmethod
-    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
-        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
-        return epoch_record(
-            session_id,
-            number=row[0],
-            baseline_id=row[1],
-            initial_snapshot_id=row[2],
-            snapshot_id=row[3],
-            start_seq=row[4],
-            model=row[5],
-            location=row[6],
-            reason=row[7],
-            created=row[8],
-        )
-
     def _lock(
         self, tx: _Tx, session_id: str, *queries: tuple[str, Sequence[Any]]
     ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
@@ -756,10 +344,7 @@ class PostgresStore(Store):
                 " AND body = %s AND created = %s)",
                 (session_id, seq + i, m.kind, message_body(m), created),
             )
-        return [
-            Message(m.kind, m.text, m.tool_calls, m.tool_call_id, m.is_error, seq + i, epoch)
-            for i, m in enumerate(messages)
-        ]
+        return [dataclasses.replace(m, seq=seq + i, epoch=epoch) for i, m in enumerate(messages)]
 
     def _swap(
         self,
@@ -819,14 +404,7 @@ class PostgresStore(Store):
             rows = tx.all("SELECT id FROM sessions WHERE starts_with(id, %s) ORDER BY id LIMIT 6", (prefix,))
             return [str(row[0]) for row in rows]
 
-        ids = self._run(None, "look up the session", work, write=False)
-        if prefix in ids:
-            return prefix
-        if not ids or not prefix:
-            raise UnknownSession(f"no session {prefix!r} in {self.url} (see: nia session list)")
-        if len(ids) > 1:
-            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
-        return ids[0]
+        return pick_session(prefix, self._run(None, "look up the session", work, write=False), self.url)
 
     def list_sessions(self) -> SessionListing:
         def work(tx: _Tx) -> SessionListing:
@@ -858,7 +436,7 @@ class PostgresStore(Store):
             # One statement, so record, epoch, snapshot manifest and pending input are one instant;
             # the texts they name are immutable (content-addressed) and may be fetched after it.
             row = tx.one(
-                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {_qualified('e', _EPOCH_COLUMNS)}, sn.manifest,"
+                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {epoch_columns('e')}, sn.manifest,"
                 " (SELECT coalesce(json_agg(json_build_array(p.id, p.kind, p.body) ORDER BY p.id), '[]')"
                 "  FROM pending p WHERE p.session_id = s.id)"
                 " FROM sessions s LEFT JOIN epochs e ON e.session_id = s.id AND e.number = s.epoch"
@@ -881,8 +459,8 @@ class PostgresStore(Store):
     ) -> ActiveEpoch:
         if row[0] is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(session_id, row)
-        segment_ids = parse_segments(session_id, row[9], number)
+        record, segments = epoch_from_row(session_id, row)
+        segment_ids = parse_segments(session_id, segments, number)
         ids = None if manifest is None else manifest_ids(session_id, record.snapshot_id, manifest)
         value_ids = [] if ids is None else [i for pair in ids.values() for i in pair if i is not None]
         texts = self._get_texts(tx, [*segment_ids, *value_ids])
@@ -910,13 +488,13 @@ class PostgresStore(Store):
     def epochs(self, session_id: str) -> list[EpochRecord]:
         def work(tx: _Tx) -> list[EpochRecord]:
             rows = tx.all(
-                f"SELECT s.id, {_qualified('e', _EPOCH_COLUMNS)} FROM sessions s"
+                f"SELECT s.id, {epoch_columns('e')} FROM sessions s"
                 " LEFT JOIN epochs e ON e.session_id = s.id WHERE s.id = %s ORDER BY e.number",
                 (session_id,),
             )
             if not rows:
                 raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            return [self._epoch_record(session_id, row[1:]) for row in rows if row[1] is not None]
+            return [epoch_from_row(session_id, row[1:])[0] for row in rows if row[1] is not None]
 
         return self._run(session_id, "read the epochs", work, write=False)
 
@@ -1133,7 +711,7 @@ def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
     ours = {key: value for key, value in query if key in NIA_OPTIONS}
     rest = [(key, value) for key, value in query if key not in NIA_OPTIONS]
     try:
-        timeout = float(ours.get("timeout", DEFAULT_TIMEOUT))
+        timeout = float(ours.get("timeout", RETRY_BUDGET))
         pool_size = int(ours.get("pool_size", DEFAULT_POOL_SIZE))
         if timeout <= 0 or pool_size < 1:
             raise ValueError
@@ -1163,15 +741,3 @@ def _qualified(alias: str, columns: str) -> str:
 def canonical_list(ids: Sequence[str]) -> str:
     """A baseline's segment ids as stored (the same JSON as the SQLite store writes)."""
     return json.dumps(list(ids))
-
-
-def _is_lost_connection(exc: BaseException) -> bool:
-    """A failure that a new connection may not have: the server went away, restarted or is starting."""
-    import psycopg
-
-    if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.LockNotAvailable | psycopg.errors.DiskFull):
-        return False
-    state = getattr(exc, "sqlstate", None) or ""
-    if state.startswith("08") or state in ("57P01", "57P02", "57P03"):
-        return True
-    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not state

@@ -50,21 +50,30 @@ def project(session: SessionRecord, epoch: int | None, history: Iterable[Message
 
 
 def _results_after_calls(messages: list[Message]) -> list[Message]:
-    """Move each tool result up to follow its call's reply (and its earlier results); a no-op in order."""
+    """Move each tool result up to follow its call's reply; a no-op on a history stored in order.
+
+    A second result for one call, or a result for no call of that reply, is
+    left out: no provider accepts either.
+    """
     out: list[Message] = []
     index = 0
     while index < len(messages):
         message = messages[index]
-        out.append(message)
         index += 1
+        if message.kind == "tool_result":  # a result no reply asked for
+            continue
+        out.append(message)
         if message.kind != "assistant" or not message.tool_calls:
             continue
-        ids = {call.id for call in message.tool_calls}
+        waiting = [call.id for call in message.tool_calls]
         end = next((i for i in range(index, len(messages)) if messages[i].kind == "assistant"), len(messages))
         window = messages[index:end]
-        results = [m for m in window if m.kind == "tool_result" and m.tool_call_id in ids]
-        out.extend(results)
-        out.extend(m for m in window if not (m.kind == "tool_result" and m.tool_call_id in ids))
+        answered: dict[str, Message] = {}
+        for m in window:
+            if m.kind == "tool_result" and m.tool_call_id in waiting and m.tool_call_id not in answered:
+                answered[m.tool_call_id] = m
+        out.extend(answered.values())
+        out.extend(m for m in window if m.kind != "tool_result")
         index = end
     return out
 
@@ -73,13 +82,21 @@ def misplaced_input(history: Sequence[Message]) -> list[str]:
     """What the projection has to mend in ``history`` (for ``nia db check``), one line per message."""
     found: list[str] = []
     waiting: set[str] = set()
+    answered: set[str] = set()
     for message in history:
         if message.kind == "user" and not message.text.strip():
             found.append(f"message #{message.seq}: user input with no text (left out of requests)")
         if message.kind == "assistant":
             waiting = {call.id for call in message.tool_calls}
+            answered = set()
         elif message.kind == "tool_result":
-            waiting.discard(message.tool_call_id or "")
+            call_id = message.tool_call_id or ""
+            if call_id in answered:
+                found.append(f"message #{message.seq}: a second result for tool call {call_id} (left out of requests)")
+            elif call_id not in waiting:
+                found.append(f"message #{message.seq}: a result for no pending tool call (left out of requests)")
+            waiting.discard(call_id)
+            answered.add(call_id)
         elif message.kind == "user" and waiting:
             found.append(
                 f"message #{message.seq}: input stored while tool results were pending "

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Container, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
-from nia_core.model import MESSAGE_KINDS, Message, ToolCall
-from nia_core.sessions.errors import CorruptRecord, RefusedInput
+from nia_core.model import MESSAGE_KINDS, Message, ToolCall, message_content
+from nia_core.sessions.errors import CorruptRecord, RefusedInput, UnknownSession
 from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
     EpochRecord,
@@ -37,14 +38,7 @@ def content_id(text: str) -> str:
 
 def message_body(message: Message) -> str:
     """The canonical JSON of a message's content (kind, seq and epoch are columns of their own)."""
-    body: dict[str, Any] = {"text": message.text}
-    if message.tool_calls:
-        body["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls]
-    if message.tool_call_id is not None:
-        body["tool_call_id"] = message.tool_call_id
-    if message.is_error:
-        body["is_error"] = True
-    return canonical_json(body)
+    return canonical_json(message_content(message))
 
 
 def refuse_unsendable(session_id: str, message: Message) -> None:
@@ -383,3 +377,46 @@ def activity(rows: Sequence[Sequence[Any]]) -> dict[str, SessionActivity]:
         times = [s for s in (created, *stamps) if isinstance(s, str)]
         found[str(session_id)] = SessionActivity(int(count or 0), max(times, default=""))
     return found
+
+
+def now() -> str:
+    """A row's creation time, the same text in both stores."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+EPOCH_COLUMNS = (
+    "number",
+    "baseline_id",
+    "snapshot_id",
+    "initial_snapshot_id",
+    "start_seq",
+    "model",
+    "location",
+    "reason",
+    "created",
+    "segments",
+)
+"""The ``epochs`` columns both stores select, in this order; a row is read back by these names."""
+
+
+def epoch_columns(alias: str | None = None) -> str:
+    """``EPOCH_COLUMNS`` for a ``SELECT`` (``e.number, e.baseline_id, …`` with an alias)."""
+    return ", ".join(f"{alias}.{name}" if alias else name for name in EPOCH_COLUMNS)
+
+
+def epoch_from_row(session_id: str, row: Sequence[Any]) -> tuple[EpochRecord, Any]:
+    """An epoch row selected with :func:`epoch_columns`, checked; and its raw ``segments`` column."""
+    values = dict(zip(EPOCH_COLUMNS, row, strict=True))
+    segments = values.pop("segments")
+    return epoch_record(session_id, **values), segments
+
+
+def pick_session(prefix: str, ids: Sequence[str], where: str) -> str:
+    """The one session ``prefix`` names among ``ids`` (up to 6 ids starting with it, sorted), else a clear error."""
+    if prefix in ids:
+        return prefix
+    if not ids or not prefix:
+        raise UnknownSession(f"no session {prefix!r} in {where} (see: nia session list)")
+    if len(ids) > 1:
+        raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
+    return str(ids[0])

@@ -10,15 +10,17 @@ naming the session.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
+import logging
 import os
 import secrets
 import shutil
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +42,16 @@ from nia_core.sessions.serialize import (
     baseline_from_texts,
     compaction_json,
     content_id,
-    epoch_record,
+    epoch_columns,
+    epoch_from_row,
     history_entry,
     listing,
     manifest_ids,
     message_body,
+    now,
     parse_segments,
     pending_message,
+    pick_session,
     refuse_unsendable,
     session_from_row,
     snapshot_from_texts,
@@ -64,7 +69,9 @@ from nia_core.sessions.store import (
     Store,
 )
 
-DEFAULT_TIMEOUT = 5.0
+log = logging.getLogger("nia.store")
+
+LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
 LOW_SPACE = 1024 * 1024
 """Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
@@ -134,14 +141,15 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
 
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
-_EPOCH_COLUMNS = (
-    "number, baseline_id, snapshot_id, initial_snapshot_id, start_seq, model, location, reason, created, segments"
-)
 _CACHE_BYTES = 64 * 1024 * 1024
 
 
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def _about(session_id: str | None) -> str:
+    return f" (session {session_id})" if session_id else ""
+
+
+def _ms(since: float) -> float:
+    return (time.monotonic() - since) * 1000
 
 
 class SQLiteStore(Store):
@@ -157,7 +165,7 @@ class SQLiteStore(Store):
         self,
         path: str | Path,
         *,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = LOCK_WAIT,
         synchronous: str = "full",
         pragmas: Mapping[str, str | int] | None = None,
         create: bool = True,
@@ -281,15 +289,20 @@ class SQLiteStore(Store):
     def _transaction(self, session_id: str | None, action: str, *, write: bool) -> Iterator[sqlite3.Connection]:
         with self._lock, self._guard(session_id, action):
             conn = self._conn
+            started = time.monotonic()
             conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield conn
                 conn.execute("COMMIT")
-            except BaseException:
+            except BaseException as exc:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+                log.debug("sqlite: %s%s: rolled back (%s)", action, _about(session_id), type(exc).__name__)
                 raise
+            if log.isEnabledFor(logging.DEBUG):
+                kind = "committed" if write else "read"
+                log.debug("sqlite: %s%s: %s in %.1f ms", action, _about(session_id), kind, _ms(started))
 
     def _write(self, session_id: str | None, action: str) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         return self._transaction(session_id, action, write=True)
@@ -423,19 +436,6 @@ class SQLiteStore(Store):
             raise UnknownSession(f"no session {session_id!r} in {self.path}")
         return session_from_row(row)
 
-    @staticmethod
-    def _epoch_record(session_id: str, row: Sequence[Any]) -> EpochRecord:
-        """An epoch row, read in ``_EPOCH_COLUMNS`` order and checked."""
-        names = ("number", "baseline_id", "snapshot_id", "initial_snapshot_id", "start_seq")
-        return epoch_record(
-            session_id,
-            **dict(zip(names, row[:5], strict=True)),
-            model=row[5],
-            location=row[6],
-            reason=row[7],
-            created=row[8],
-        )
-
     def _next_seq(self, conn: sqlite3.Connection, session_id: str) -> int:
         row = conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", (session_id,))
         return int(row.fetchone()[0])
@@ -464,9 +464,7 @@ class SQLiteStore(Store):
                 None if reply is None else encode_reply(reply),
             ),
         )
-        stored = Message(
-            message.kind, message.text, message.tool_calls, message.tool_call_id, message.is_error, seq, epoch
-        )
+        stored = dataclasses.replace(message, seq=seq, epoch=epoch)
         return with_record(stored, reply)
 
     # -- sessions -------------------------------------------------------------------------
@@ -489,14 +487,7 @@ class SQLiteStore(Store):
             rows = conn.execute(
                 "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6", (len(prefix), prefix)
             ).fetchall()
-        ids = [row[0] for row in rows]
-        if prefix in ids:
-            return prefix
-        if not ids or not prefix:
-            raise UnknownSession(f"no session {prefix!r} in {self.path} (see: nia session list)")
-        if len(ids) > 1:
-            raise UnknownSession(f"session id {prefix!r} is ambiguous: it starts {', '.join(ids)}")
-        return str(ids[0])
+        return pick_session(prefix, [str(row[0]) for row in rows], str(self.path))
 
     def list_sessions(self) -> SessionListing:
         with self._read(None, "list the sessions") as conn:
@@ -539,18 +530,18 @@ class SQLiteStore(Store):
 
     def _active_epoch(self, conn: sqlite3.Connection, session_id: str, number: int) -> ActiveEpoch:
         row = conn.execute(
-            f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? AND number = ?", (session_id, number)
+            f"SELECT {epoch_columns()} FROM epochs WHERE session_id = ? AND number = ?", (session_id, number)
         ).fetchone()
         if row is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record = self._epoch_record(session_id, row)
-        baseline = self._baselines.get((record.baseline_id, row[9]))
+        record, segments = epoch_from_row(session_id, row)
+        baseline = self._baselines.get((record.baseline_id, segments))
         if baseline is None:
-            segment_ids = parse_segments(session_id, row[9], number)
+            segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
             baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
             self._remember(texts)
-            self._baselines[(record.baseline_id, row[9])] = baseline
+            self._baselines[(record.baseline_id, segments)] = baseline
             self._charge(len(baseline))
         snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
         return ActiveEpoch(record, baseline, snapshot)
@@ -576,9 +567,9 @@ class SQLiteStore(Store):
         with self._read(session_id, "read the epochs") as conn:
             self._session_row(conn, session_id)
             rows = conn.execute(
-                f"SELECT {_EPOCH_COLUMNS} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
+                f"SELECT {epoch_columns()} FROM epochs WHERE session_id = ? ORDER BY number", (session_id,)
             ).fetchall()
-        return [self._epoch_record(session_id, row) for row in rows]
+        return [epoch_from_row(session_id, row)[0] for row in rows]
 
     def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
         with self._read(session_id, "read a snapshot") as conn:

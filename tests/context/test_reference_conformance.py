@@ -202,3 +202,12 @@ def test_strict_other_problems_still_raise_a_contribution_error() -> None:
     registry.scope("bad").register("bad", lambda loc: "not sources", contributor="plugin 'bad'")
     with pytest.raises(ContributionError, match="plugin 'bad'"):
         registry.open(HERE).assemble(strict=True)
+
+
+def test_an_attached_host_name_with_a_trailing_newline_is_refused() -> None:
+    from nia_core.errors import UsageError
+    from nia_core.runtime.attached import attached_id
+
+    assert attached_id("claude", "abc").startswith("claude-")
+    with pytest.raises(UsageError, match="host name"):
+        attached_id("claude\n", "abc")

@@ -358,3 +358,18 @@ def test_hook_log_for_people_and_for_one_session(project):
 def test_hook_log_before_any_hook_ran():
     result = CliRunner().invoke(cli, ["hook", "log"])
     assert result.exit_code == 0 and "no hook runs logged yet" in result.output
+
+
+def test_text_sent_inside_a_saved_long_message_is_not_sent_again(project, tmp_path):
+    host = Host("claude-code", project)
+    host.transcript = tmp_path / "transcript.jsonl"
+    host.hook("SessionStart", "startup")
+    (project / "rule.txt").write_text("two\n")
+    host.hook("UserPromptSubmit")
+    lines = host.transcript.read_text().splitlines()
+    host.transcript.write_text("\n".join(lines[:-1]) + "\n")  # that update was lost
+    (project / "rule.txt").write_text("z" * 15_000 + "\n")
+    text, err = host.hook("UserPromptSubmit")  # the lost update and a long one, together over the limit
+    assert text is not None and text.startswith("ACME-RULE changed: two (was one)") and ".nia/hook-output/" in text
+    assert "sent again" in err
+    assert host.hook("UserPromptSubmit") == (None, "")  # the model was pointed at the file: nothing is missing

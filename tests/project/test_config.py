@@ -51,6 +51,33 @@ path = 42
 """
 
 
+@pytest.fixture(autouse=True)
+def in_the_project(tmp_path, monkeypatch):
+    """Messages name files relative to the working directory: these tests run where a user would, at the root."""
+    monkeypatch.chdir(tmp_path)
+
+
+def test_a_file_is_named_relative_to_the_working_directory_or_absolute_when_far(tmp_path, monkeypatch):
+    root = project(tmp_path, project_toml="[project]\nname = 3\n")
+    (root / "src" / "deep").mkdir(parents=True)
+    expected = "[project].name must be a string, not an integer"
+    for where, shown in (
+        (root, ".nia/project.toml"),
+        (root / "src", "../.nia/project.toml"),
+        (root / "src" / "deep", "../../.nia/project.toml"),
+    ):
+        monkeypatch.chdir(where)
+        with pytest.raises(ConfigError) as caught:
+            load_project_config(root)
+        assert str(caught.value) == f"{shown}:2: {expected}"
+    far = root / "a" / "b" / "c"
+    far.mkdir(parents=True)
+    monkeypatch.chdir(far)
+    with pytest.raises(ConfigError) as caught:
+        load_project_config(root)
+    assert str(caught.value) == f"{root / '.nia' / 'project.toml'}:2: {expected}"
+
+
 def test_project_toml_values_and_defaults(tmp_path):
     root = project(
         tmp_path,

@@ -170,6 +170,26 @@ def test_usage_is_shown_after_each_reply_per_reply_in_show_and_in_json(project, 
     }
 
 
+def test_send_json_carries_the_replys_usage_and_nothing_else_reaches_stdout(project, server):
+    session = new_session("--model", CLAUDE)
+    assert nia("session", "send", session, "hello").exit_code == 0
+
+    sent = nia("session", "send", session, "again", "--json")
+
+    assert sent.exit_code == 0, sent.output
+    assert sent.stderr == ""  # the usage line is in the object, not on stderr
+    turn = json.loads(sent.stdout)
+    usage = server.last().usage
+    read, written = usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"]
+    assert turn["usage"] == {
+        "input_tokens": usage["input_tokens"] + read + written,
+        "cached_input_tokens": read,
+        "cache_write_tokens": written,
+        "output_tokens": 15,
+    }
+    assert turn["stop_reason"] == "end_turn" and turn["new_epoch"] is False
+
+
 def test_stats_sum_the_turns_and_price_them_beside_the_cost_with_no_cache_hits(project, server):
     session = new_session("--model", CLAUDE)
     for text in ("hello", "again", "and again"):
@@ -305,3 +325,23 @@ def test_with_a_native_system_role_a_failed_send_then_another_change_sends_one_s
     last = server.last().body["messages"][-1]["content"]
     assert "Second change." in last and "Third change." in last
     assert server.problems == []
+
+
+def test_debug_logs_the_boundary_decision_store_transactions_and_http_attempts(project, server):
+    session = new_session("--model", CLAUDE)
+
+    first = nia("--debug", "session", "send", session, "hello")
+
+    assert first.exit_code == 0, first.output
+    log = first.stderr
+    assert f"DEBUG nia.sessions: session {session}: boundary: initialized epoch 1" in log
+    assert f"DEBUG nia.store: sqlite: promote the input (session {session}): committed in " in log
+    assert f"DEBUG nia.http: POST {server.url}/v1/messages: HTTP 200 in " in log
+    assert API_KEY not in log
+
+    (project / "AGENTS.md").write_text("Be thorough.\n")
+    second = nia("--debug", "session", "send", session, "again").stderr
+    assert f"session {session}: boundary: epoch 1: admitted one system message (updated nia/instructions)" in second
+    third = nia("--debug", "session", "send", session, "more").stderr
+    assert f"session {session}: boundary: epoch 1: nothing changed" in third
+    assert "DEBUG" not in nia("session", "send", session, "quiet").stderr

@@ -9,6 +9,7 @@ column types allow.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,6 +328,14 @@ def test_db_check_reports_every_damaged_session_and_goes_on(
         assert f"session {session_id}: " in checked.output
     assert "3 of 5 sessions have problems" in checked.output
     assert f"session {OTHERS[0]}:" not in checked.output and "session s3extra:" not in checked.output
+
+    as_json = nia({**cli_env, "NIA_DB": store_url}, "db", "check", "--json")
+    assert as_json.exit_code == 1
+    report = json.loads(as_json.stdout)  # stdout is the object; the verdict line is on stderr
+    assert report["ok"] is False and report["sessions"] == 5
+    assert sorted(report["problems"]) == sorted([TARGET, OTHERS[1], "s4extra"])
+    assert all(isinstance(p, str) and p for found in report["problems"].values() for p in found)
+    assert as_json.stderr.strip() == "Error: 3 of 5 sessions have problems (in the report)"
 
 
 def test_an_intact_forged_snapshot_still_reads(store_url: str, reopen: Callable[[], Store]) -> None:

@@ -96,6 +96,17 @@ def test_delete_removes_only_that_session_and_everything_it_holds(env: str, tmp_
         store.create_session(str(root), "echo/echo", session_id=gone)
         assert store.history(gone) == []
 
+    checked = nia("db", "check", "--json")  # what is left after a deletion is still consistent
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout) | {"database": "", "schema_version": 0, "current_schema_version": 0} == {
+        "database": "",
+        "schema_version": 0,
+        "current_schema_version": 0,
+        "sessions": 2,
+        "ok": True,
+        "problems": {},
+    }
+
     missing = nia("session", "delete", "--yes", "ffffffffffff")
     assert missing.exit_code != 0 and "no session 'ffffffffffff'" in missing.stderr
 

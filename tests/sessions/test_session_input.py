@@ -152,3 +152,27 @@ def test_db_check_reports_a_session_holding_such_input(
     assert "session input-between: message #3: input stored while tool results were pending" in checked.output
     assert "session fine:" not in checked.output
     assert "2 of 3 sessions have problems" in checked.output
+
+
+def test_stored_tool_results_no_call_awaits_are_left_out_of_requests(
+    store: Store, store_url: str, world: World, cli_env: dict[str, str]
+) -> None:
+    provider = RecordingProvider([])
+    session_id = store.create_session(P, "echo/echo", session_id="odd-results").id
+    provider.calls = (ToolCall("c1", "read", {}),)
+    run_turn(store, session_id, world.context_for, lambda _m: provider, text="read it")
+    store.enqueue(session_id, Message("tool_result", "the file", tool_call_id="c1"))
+    store.enqueue(session_id, Message("tool_result", "the file again", tool_call_id="c1"))  # a second result
+    store.enqueue(session_id, Message("tool_result", "who asked?", tool_call_id="c9"))  # a result for no call
+    result = run_turn(store, session_id, world.context_for, lambda _m: provider)
+    assert isinstance(result, Replied)
+    sendable(result.boundary.request)
+    results = [m.text for m in result.boundary.request.messages if m.kind == "tool_result"]
+    assert results == ["the file"]
+    again = run_turn(store, session_id, world.context_for, lambda _m: provider, text="next")
+    assert isinstance(again, Replied)
+    sendable(again.boundary.request)
+    checked = CliRunner().invoke(cli, ["db", "check"], env={**cli_env, "NIA_DB": store_url})
+    assert checked.exit_code == 1
+    assert "session odd-results: message #5: a result for no pending tool call" in checked.output
+    assert "session odd-results: message #4: a second result for tool call c1" in checked.output
