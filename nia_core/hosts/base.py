@@ -101,7 +101,9 @@ class HostAdapter:
             session_id=str(session_id),
             cwd=str(cwd),
             source=source if isinstance(source, str) else "",
-            transcript_path=transcript if isinstance(transcript, str) and transcript and _clean_text(transcript) else None,
+            transcript_path=transcript
+            if isinstance(transcript, str) and transcript and _clean_text(transcript)
+            else None,
             raw=raw,
         )
 
