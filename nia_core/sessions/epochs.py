@@ -123,15 +123,28 @@ def segments(generation: Generation) -> list[str]:
     return out
 
 
-def replacement_wanted(state: SessionState) -> str:
-    """Why the active epoch must be replaced by explicit request (compaction, model switch), or ``""``."""
+@dataclass(frozen=True)
+class Wanted:
+    """A replacement asked for explicitly: what (``compaction``, ``model switch``) and, for a switch, the models."""
+
+    kind: Literal["compaction", "model switch"]
+    old_model: str | None = None
+    new_model: str | None = None
+
+    def __str__(self) -> str:
+        """The epoch's stored reason: ``compaction``, ``model switch from A to B``."""
+        return self.kind if self.old_model is None else f"{self.kind} from {self.old_model} to {self.new_model}"
+
+
+def replacement_wanted(state: SessionState) -> Wanted | None:
+    """The replacement the active epoch awaits by explicit request (compaction, model switch), or ``None``."""
     if state.epoch is None:
-        return ""
+        return None
     if state.session.compaction is not None:
-        return "compaction"
+        return Wanted("compaction")
     if state.epoch.record.model != state.session.model:
-        return f"model switch from {state.epoch.record.model} to {state.session.model}"
-    return ""
+        return Wanted("model switch", state.epoch.record.model, state.session.model)
+    return None
 
 
 def start(store: Store, state: SessionState, generation: Generation, reason: str) -> None:
@@ -220,8 +233,8 @@ def admit_changes(
             if wanted:
                 replacement = replace(ctx, epoch.snapshot, timeout=timeout)
                 if isinstance(replacement, ReplacementReady):
-                    start(store, state, replacement.generation, wanted)
-                    return Admission("replaced", reason=wanted, observations=replacement.observations)
+                    start(store, state, replacement.generation, str(wanted))
+                    return Admission("replaced", reason=str(wanted), observations=replacement.observations)
                 held = replacement.keys
             result = reconcile(ctx, epoch.snapshot, timeout=timeout)
             if isinstance(result, Updated):
@@ -236,7 +249,7 @@ def admit_changes(
                     "updated",
                     message,
                     blocked_on=held,
-                    reason=wanted if held else "",
+                    reason=str(wanted) if wanted and held else "",
                     changes=result.changes,
                     observations=result.observations,
                 )
@@ -250,7 +263,7 @@ def admit_changes(
             return Admission("blocked", reason=result.reason, blocked_on=result.keys, observations=result.observations)
         assert isinstance(result, Unchanged)
         if held:
-            return Admission("blocked", reason=wanted, blocked_on=held, observations=result.observations)
+            return Admission("blocked", reason=str(wanted or ""), blocked_on=held, observations=result.observations)
         return Admission("unchanged", observations=result.observations)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -289,10 +302,10 @@ def replace_now(
             return Replaced(session_id, "already applied")
         result = replace(contexts.at(state.session.location), state.epoch.snapshot, timeout=timeout)
         if isinstance(result, ReplacementBlocked):
-            return Blocked(session_id, result.keys, f"the fresh baseline for the {wanted.split(' from ')[0]}")
+            return Blocked(session_id, result.keys, f"the fresh baseline for the {wanted.kind}")
         try:
-            start(store, state, result.generation, wanted)
+            start(store, state, result.generation, str(wanted))
         except RevisionConflict:
             continue
-        return Replaced(session_id, wanted)
+        return Replaced(session_id, str(wanted))
     raise AssertionError("unreachable")  # pragma: no cover
