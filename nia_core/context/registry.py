@@ -59,6 +59,10 @@ class Problem:
     message: str
     error: BaseException | None = field(default=None, compare=False, repr=False)
     """What a strict load raises: the producer's own exception, or a :class:`DuplicateKey`."""
+    key: str | None = None
+    """The source key at fault (``namespace``, ``duplicate-key``)."""
+    other: str | None = None
+    """For ``duplicate-key``: the contribution that already has the key (the text only names its contributor)."""
 
     def __str__(self) -> str:
         return f"{self.contributor}: {self.message}"
@@ -320,9 +324,15 @@ def _bind(producer: Producer, location: Location) -> Callable[[], Any]:
 
 
 def _problem(
-    contribution: Contribution, kind: ProblemKind, message: str, error: BaseException | None = None
+    contribution: Contribution,
+    kind: ProblemKind,
+    message: str,
+    error: BaseException | None = None,
+    *,
+    key: str | None = None,
+    other: str | None = None,
 ) -> Problem:
-    return Problem(contribution.key, contribution.contributor, kind, message, error)
+    return Problem(contribution.key, contribution.contributor, kind, message, error, key=key, other=other)
 
 
 def _raise_strict(problem: Problem) -> NoReturn:
@@ -365,10 +375,14 @@ def _check(
                 contribution,
                 "namespace",
                 f"source key {item.key!r} is outside its declared namespace '{contribution.namespace}/'",
+                key=item.key,
             )
         if namespace == RESERVED_NAMESPACE and not contribution.reserved:
             return [], _problem(
-                contribution, "namespace", f"source key {item.key!r} uses the namespace 'nia/', reserved for built-ins"
+                contribution,
+                "namespace",
+                f"source key {item.key!r} uses the namespace 'nia/', reserved for built-ins",
+                key=item.key,
             )
         other = owners.get(item.key)
         if other is not None or item.key in seen:
@@ -378,6 +392,8 @@ def _check(
                 "duplicate-key",
                 f"source key {item.key!r} is already contributed by {first}",
                 DuplicateKey(item.key, first, contribution.contributor),
+                key=item.key,
+                other=other.key if other is not None else contribution.key,
             )
         seen.add(item.key)
     return items, None

@@ -263,7 +263,18 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
         raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
     if not text.strip():
         raise RenderError(source.key, renderer, "returned empty text")
+    if not text.isascii() and not _utf8(text):
+        raise RenderError(source.key, renderer, "returned text that is not valid UTF-8 (a lone surrogate)")
     return text
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be printed, stored and sent: a lone surrogate would fail at the last step."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Rendering:

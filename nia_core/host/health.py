@@ -89,4 +89,8 @@ def _render_problem(render: object, value: object) -> str | None:
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():
         return "baseline renderer returned empty text"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "baseline renderer returned text that is not valid UTF-8 (a lone surrogate)"
     return None

@@ -597,9 +597,8 @@ class DevSession:
             bad: list[tuple[_Attempt, Problem, str]] = []
             for problem in assembly.problems:
                 culprit = problem.contribution
-                if culprit not in by_name and problem.kind == "duplicate-key":
-                    other = re.search(r"already contributed by plugin '([^']+)'", problem.message)
-                    culprit = other.group(1) if other else culprit
+                if culprit not in by_name and problem.kind == "duplicate-key" and problem.other is not None:
+                    culprit = problem.other
                 if culprit in by_name:
                     bad.append((by_name[culprit], problem, culprit))
             if not bad:
@@ -634,10 +633,8 @@ class DevSession:
             exc = self._call_hook(name)
             if exc is not None:
                 return _exception_error(name, exc, unit, self.location, kept, prefix="nia_context_sources raised ")
-        if problem.kind in ("duplicate-key", "namespace"):
-            key = re.search(r"'([^']+/[^']+)'", problem.message)
-            if key:
-                file, line = _find_in_unit(unit, key.group(1))
+        if problem.kind in ("duplicate-key", "namespace") and problem.key is not None:
+            file, line = _find_in_unit(unit, problem.key)
         if file is None:
             file, line = self._hook_definition(name)
         message = problem.message
