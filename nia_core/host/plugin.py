@@ -23,6 +23,8 @@ class PluginInfo:
     error: str | None = None
     hooks: list[str] = field(default_factory=list)
     source_keys: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Problems that leave the plugin working (a hook-named function without ``@hookimpl``)."""
 
     @property
     def broken(self) -> bool:

@@ -606,7 +606,6 @@ def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack) -> None:
     each(runs, attack)
 
 
-@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.9) names and isolates BaseException from plugins")
 def test_a_base_exception_from_a_plugin_is_one_line_in_every_door(world: Attack) -> None:
     world.plugin("imports_badly", "class Boom(BaseException): pass\nraise Boom('at import')\n")
     for name, (top, load) in BASE_LOADERS.items():
@@ -618,10 +617,11 @@ def test_a_base_exception_from_a_plugin_is_one_line_in_every_door(world: Attack)
         "hook claude-code": (["hook", "claude-code"], json.dumps(hook).encode()),
     }
 
-    def attack(_name: str, run: tuple[list[str], bytes]) -> None:
+    def attack(name: str, run: tuple[list[str], bytes]) -> None:
         result = world.nia(*run[0], stdin=run[1])
         clean(result)
-        json.loads(result.stdout)
+        if result.stdout or not name.startswith("hook"):  # a first boundary waits for the failing sources
+            json.loads(result.stdout)
         assert "imports_badly" in result.stderr or "imports_badly" in result.stdout
 
     each(runs, attack)
@@ -635,7 +635,6 @@ PRINTING: dict[str, tuple[str, str]] = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.8) moves plugin stdout to stderr")
 def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack) -> None:
     for name, (top, load) in PRINTING.items():
         world.plugin(f"noisy_{name}", _plugin(f"noisy/{name}", top, load))
@@ -649,7 +648,6 @@ def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack) -> None:
     each(runs, attack)
 
 
-@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.5) ends commands with stray threads")
 def test_a_plugin_thread_that_never_ends_does_not_keep_nia_running(world: Attack) -> None:
     world.plugin(
         "sticky", _plugin("sticky/x", "threading.Thread(target=time.sleep, args=(600,)).start()", "lambda: 'v'")
