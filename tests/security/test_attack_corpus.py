@@ -71,11 +71,16 @@ class Attack:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         limit: float = LIMIT,
+        exact: bool = False,
     ) -> subprocess.CompletedProcess[str]:
-        """Run the CLI; a timeout is a failure of the case (a hang), never a pass."""
+        """Run the CLI; a timeout is a failure of the case (a hang), never a pass.
+
+        ``exact``: the arguments as given (``nia hook codex`` as the installed hooks run it), else the
+        date plugin is switched off so no output changes at midnight.
+        """
         try:
             done = subprocess.run(
-                [*NIA, "-p", "no:nia-date", *args],
+                [*NIA, *([] if exact else ["-p", "no:nia-date"]), *args],
                 input=stdin,
                 capture_output=True,
                 cwd=cwd or self.root,
@@ -649,6 +654,38 @@ def test_a_plugin_thread_that_never_ends_does_not_keep_nia_running(world: Attack
     )
     runs = {"show": ["context", "show"], "list": ["plugins", "list"], "new": ["session", "new"]}
     each(runs, lambda _name, args: clean(world.nia(*args, limit=12)))
+
+
+def test_a_plugin_thread_that_never_ends_does_not_hold_a_hook(world: Attack) -> None:
+    """The hook door runs without click: it must end by itself, or the agent waits at every prompt."""
+    world.plugin(
+        "sticky", _plugin("sticky/x", "threading.Thread(target=time.sleep, args=(600,)).start()", "lambda: 'v'")
+    )
+    hook = {"hook_event_name": "SessionStart", "source": "startup", "session_id": "s", "cwd": str(world.root)}
+    for host in ("claude-code", "codex"):
+        answered = world.nia("hook", host, stdin=json.dumps(hook).encode(), limit=15, exact=True)
+        clean(answered)
+        assert "EVIL v" in json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.4) gives plugin imports a deadline")
+def test_a_plugin_import_blocked_on_stdin_does_not_freeze_nia(world: Attack) -> None:
+    world.plugin("waits", "import sys\nsys.stdin.read()\n")
+    process = subprocess.Popen(
+        [*NIA, "-p", "no:nia-date", "context", "show"],
+        stdin=subprocess.PIPE,  # held open, as a terminal or an agent's pipe would be
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=world.root,
+        env=world.env,
+    )
+    try:
+        out, err = process.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail("a plugin import reading stdin froze nia context show")
+    assert b"Environment:" in out and b"waits" in err and b"Traceback" not in err
 
 
 # -- credentials: redirects to another origin, userinfo, keys in messages -------------------------------
