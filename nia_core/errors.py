@@ -26,7 +26,11 @@ def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str
     if isinstance(exc, SyntaxError) and where:
         place = f"{show_path(exc.filename)}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
         return f"syntax error at {place}: {exc.msg}"
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if isinstance(exc, SystemExit):  # its "message" is an exit code: sys.exit(3) reads SystemExit(3)
+        text = f"SystemExit({exc.code!r})" if exc.code is not None else "SystemExit()"
+    else:
+        message = " ".join(str(exc).split())
+        text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     if not where:
         return text
     at = raised_at(exc)
@@ -73,7 +77,9 @@ class RenderError(NiaError):
     def __init__(self, key: str, renderer: str, reason: str) -> None:
         self.key = key
         self.renderer = renderer
-        super().__init__(f"context source {key!r}: {renderer} renderer {reason}")
+        self.reason = f"{renderer} renderer {reason}"
+        """What went wrong, without the key (the key is data: :attr:`key`)."""
+        super().__init__(f"context source {key!r}: {self.reason}")
 
 
 class InitializationBlocked(NiaError):

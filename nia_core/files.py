@@ -11,6 +11,8 @@ all of them at once:
   root (the kernel's name for the descriptor, else the device and inode of the
   real path taken after the open). A swap between a check and the open cannot
   slip another file in;
+- a file with more than one hard link is refused: nia cannot see where its
+  other names are, so it may be a file from outside the project;
 - at most ``limit + 1`` bytes are read from the descriptor, so a file that
   grows while it is read, a 3 GB file or ``/dev/zero`` is never read whole;
 - size and binary limits are applied by the callers to the bytes read, never
@@ -83,6 +85,10 @@ class Refused(OSError):
         self.problem = problem
         self.transient = transient
         """Whether the file changed while it was opened (a race): retry later rather than leave it out."""
+
+
+HARD_LINKED = "has more than one hard link (another name of the file may lie outside the project)"
+"""Why a project file with several names is refused: nia cannot tell where the other names are."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +181,8 @@ def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Refused("is not a regular file")
+        if base is not None and info.st_nlink > 1:
+            raise Refused(HARD_LINKED)
         if base is not None and real is None:
             name = _kernel_name(fd)
             if name is not None and not inside(name, base):  # a folder on the way is a symlink out

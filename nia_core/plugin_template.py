@@ -96,13 +96,42 @@ def substitute(text: str, names: PluginNames) -> str:
     return pattern.sub(lambda match: table[match.group(0)], text)
 
 
+def _name_max(folder: Path) -> int:
+    """The longest file name the file system holding ``folder`` (or its nearest existing parent) takes."""
+    for candidate in (folder, *folder.parents):
+        try:
+            if candidate.is_dir():
+                return os.pathconf(candidate, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            continue
+    return 255
+
+
+def _check_name_lengths(target: Path, relatives: list[Path], names: PluginNames) -> None:
+    """A name too long for the file system is a usage error, before anything is written."""
+    limit = _name_max(target.parent)
+    for part in (target.name, *(part for relative in relatives for part in relative.parts)):
+        size = len(os.fsencode(part))
+        if size > limit:
+            raise UsageError(
+                f"plugin name {names.name[:40] + '...' if len(names.name) > 40 else names.name!r} is too long "
+                f"for the file system: the file name {part[:40]}... would take {size} bytes, "
+                f"at most {limit} are allowed here"
+            )
+
+
 def render(target: Path, names: PluginNames, template: Path | None = None) -> list[Path]:
     """Write a new plugin package into ``target``; refuses a folder that exists and is not empty."""
     source = template or template_dir()
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise UsageError(f"{target} already exists; choose another --dir or remove it first")
+    relatives = template_files(source)
+    _check_name_lengths(target, [Path(substitute(str(relative), names)) for relative in relatives], names)
+    try:
+        if target.exists() and (not target.is_dir() or any(target.iterdir())):
+            raise UsageError(f"{target} already exists; choose another --dir or remove it first")
+    except OSError as exc:
+        raise UsageError(f"cannot create the plugin in {target}: {exc.strerror or exc}") from None
     written = []
-    for relative in template_files(source):
+    for relative in relatives:
         text = (source / relative).read_text(encoding="utf-8")
         destination = target / substitute(str(relative), names)
         try:

@@ -8,6 +8,7 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.context import EMPTY_SNAPSHOT, ReplacementReady, replace
+from nia_core.project.toml import ConfigError
 
 
 @click.group()
@@ -28,6 +29,9 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     """Print the baseline system context as it would be sent."""
     app = App.of(ctx)
     host, view = app.open(location)
+    config_problem = host.config_problem(view.location)
+    if config_problem is not None:  # a session would keep its context as it was; here there is nothing to show
+        raise ConfigError(config_problem)
     assembly = host.assemble(view)
     result = replace(assembly.context, EMPTY_SNAPSHOT, timeout=host.timeout)
     assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks

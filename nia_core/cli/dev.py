@@ -93,10 +93,21 @@ def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debu
     """Reload after each batch of changes until interrupted; one reload at a time."""
     from nia_core.host.follow import follow
 
-    follow(session, watcher, printer.result, printer.crash, on_watching=printer.watching, debug=debug)
+    follow(
+        session,
+        watcher,
+        printer.result,
+        printer.crash,
+        on_watching=printer.watching,
+        on_notice=printer.notice,
+        debug=debug,
+    )
 
 
 class Printer:
+    def notice(self, message: str) -> None:
+        raise NotImplementedError
+
     def baseline(self, session: DevSession, baseline: Baseline) -> None:
         raise NotImplementedError
 
@@ -161,6 +172,9 @@ class TextPrinter(Printer):
             click.secho(f"Error: {problem}", fg="red")
         _print_outcome(result.outcome)
 
+    def notice(self, message: str) -> None:
+        click.secho(f"Warning: {message}", fg="yellow", err=True)
+
     def crash(self, exc: Exception) -> None:
         click.secho(f"Error: reload failed: {type(exc).__name__}: {exc} (still watching)", fg="red")
 
@@ -190,7 +204,7 @@ def _print_outcome(outcome: Reconciliation | None) -> None:
 
 
 class JsonPrinter(Printer):
-    """One JSON object per line: ``baseline``, ``watching``, ``reload``, ``error``, ``stopped``."""
+    """One JSON object per line: ``baseline``, ``watching``, ``reload``, ``error``, ``problem``, ``stopped``."""
 
     def emit(self, payload: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(payload, ensure_ascii=False) + "\n")
@@ -228,6 +242,9 @@ class JsonPrinter(Printer):
                 "ms": round(result.seconds * 1000, 2),
             }
         )
+
+    def notice(self, message: str) -> None:
+        self.emit({"event": "problem", "message": message})
 
     def crash(self, exc: Exception) -> None:
         from nia_core.host.reload import ReloadError

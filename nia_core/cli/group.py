@@ -11,6 +11,7 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.errors import NiaError
+from nia_core.stdio import protect
 
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
 
@@ -83,6 +84,11 @@ class NiaGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Every invocation (console script or test runner) keeps plugins' prints off stdout."""
+        with protect():
+            return super().main(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -86,5 +86,7 @@ NiaGroup.dynamic_providers += [plugin_commands, workflow_commands]
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="nia")
+    """Console-script entry point: the process ends on nia's terms (see :mod:`nia_core.process`)."""
+    from nia_core.process import run
+
+    run(cli, prog_name="nia")

@@ -82,7 +82,8 @@ class _Round:
                     import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import
 
                     value = asyncio.run(_await(value))
-            except Exception as exc:  # noqa: BLE001 - reported to the caller, never raised
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller, never raised
+                # On a worker thread even KeyboardInterrupt/SystemExit are the call's own, never the user's.
                 outcome = make(Outcome, ("error", None, exc, clock() - begun))
             else:
                 outcome = make(Outcome, ("ok", value, None, clock() - begun))
@@ -98,7 +99,7 @@ class _Round:
                 value = await asyncio.wait_for(self.calls[index](), self.timeouts[index])
             except TimeoutError:
                 self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
-            except Exception as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001 - a worker thread's, never the user's
                 self.settle(index, Outcome("error", None, exc, time.monotonic() - started))
             else:
                 self.settle(index, Outcome("ok", value, None, time.monotonic() - started))
@@ -108,7 +109,7 @@ class _Round:
 
         try:
             asyncio.run(all_of_them())
-        except Exception as exc:  # noqa: BLE001 - the event loop itself failed
+        except BaseException as exc:  # noqa: BLE001 - the event loop itself failed
             for index in self.async_indexes:
                 self.settle(index, Outcome("error", None, exc))
 

@@ -1,12 +1,17 @@
 """Observing sources: every loader exactly once, concurrently, each under its own timeout.
 
-A loader that raises is logged with its key and counts as unavailable, as does
-one that runs past its timeout; observing never raises.
+A loader that raises (anything, ``BaseException`` subclasses included) counts
+as unavailable, as does one that runs past its timeout; observing never
+raises. The warning is said once, where observations are encoded
+(``SystemContext.on_unavailable``), so a host can name the plugin. A value whose canonical JSON is larger than
+:func:`max_source_bytes` is an error for that source alone (:func:`too_large`,
+applied where values are encoded, on the one path every door uses).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
@@ -43,12 +48,55 @@ def observe(sources: Sequence[ContextSource], default_timeout: float = LOADER_TI
         if status == "ok" and value is not UNAVAILABLE:
             append(make(Observation, (key, value, "ok", "", seconds)))
         elif status == "timeout":
-            log.warning("context source %s: loader took longer than %gs; counted unavailable", key, timeout)
+            log.debug("context source %s: loader took longer than %gs", key, timeout)
             append(Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout))
         elif status == "error":
-            reason = f"loader raised {type(error).__name__}: {error}"
-            log.warning("context source %s: %s", key, reason)
+            text = " ".join(str(error).split())
+            reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
+            log.debug("context source %s: %s", key, reason)
             append(Observation(key, UNAVAILABLE, "error", reason, seconds))
         else:
             append(Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds))
     return observations
+
+
+MAX_SOURCE_BYTES_ENV = "NIA_MAX_SOURCE_BYTES"
+DEFAULT_MAX_SOURCE_BYTES = 1024 * 1024
+
+
+def max_source_bytes() -> int:
+    """The per-source value limit in bytes of canonical JSON: ``NIA_MAX_SOURCE_BYTES``, else 1 MiB."""
+    raw = os.environ.get(MAX_SOURCE_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_SOURCE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        log.warning(
+            "%s=%r is not a positive number of bytes; using %d", MAX_SOURCE_BYTES_ENV, raw, DEFAULT_MAX_SOURCE_BYTES
+        )
+        return DEFAULT_MAX_SOURCE_BYTES
+    return value
+
+
+def too_large(obs: Observation, encoded: str, limit: int) -> Observation | None:
+    """An error observation when ``encoded`` is over ``limit`` bytes, else ``None``."""
+    if len(encoded) * 4 <= limit:  # UTF-8 never takes more than 4 bytes a character: no need to encode
+        return None
+    size = len(encoded.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return None
+    reason = f"value is {_size(size)} of JSON, over the per-source limit of {_size(limit)} ({MAX_SOURCE_BYTES_ENV})"
+    return Observation(obs.key, UNAVAILABLE, "error", reason, obs.seconds)
+
+
+def _size(count: int) -> str:
+    if count >= 1024 * 1024 and count % (1024 * 1024) == 0:
+        return f"{count // (1024 * 1024)} MiB"
+    if count >= 1024 * 1024:
+        return f"{count / (1024 * 1024):.1f} MiB"
+    if count >= 1024 and count % 1024 == 0:
+        return f"{count // 1024} KiB"
+    return f"{count} bytes"

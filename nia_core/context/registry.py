@@ -357,7 +357,10 @@ def _check(
         return [], None
     if isinstance(value, SystemContext):
         value = list(value.sources)
-    if isinstance(value, ContextSource) or not isinstance(value, Iterable) or isinstance(value, str | bytes):
+    if (
+        isinstance(value, ContextSource | str | bytes | dict | set | frozenset)  # iterable, but not a list of sources
+        or not isinstance(value, Iterable)
+    ):
         return [], _problem(contribution, "bad-return", f"returned {type(value).__name__}, not a list of ContextSource")
     items = list(value)
     seen: set[str] = set()

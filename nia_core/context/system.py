@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,15 +19,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from nia_core.context.codec import canonical_json
-from nia_core.context.observe import Observation, observe
+from nia_core.context.observe import Observation, max_source_bytes, observe, too_large
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError
+from nia_core.process import is_user_interrupt
+from nia_core.stdio import PLUGIN_CODE
 
 SEPARATOR = "\n\n"
 
 
 RenderErrorHandler = Callable[[RenderError], None]
+UnavailableHandler = Callable[[Observation], None]
+log = logging.getLogger("nia.context")
 
 
 class SystemContext:
@@ -36,14 +41,32 @@ class SystemContext:
     composes other people's sources passes ``on_render_error``: the failing
     source is then set aside for that round, as if unavailable (its stored
     entry stays, nothing is said), and the handler is told, to name the culprit.
+
+    ``withheld`` lists key prefixes (``"acme/"``; ``""`` for every key) of
+    sources that could not even be listed this round: a plugin whose hook
+    failed, a configuration file that does not parse. A stored key under such a
+    prefix that is missing now is *unavailable*, not gone: it keeps its entry
+    and no removal is said; a replacement baseline is blocked on it. (A host
+    that wants a *first* baseline blocked too adds an unavailable source.)
+
+    ``on_unavailable`` is told about each source whose loader raised, timed
+    out or returned a value over the size limit, once per round, so a host can
+    name the plugin in one warning; without it the engine logs the warning.
     """
 
-    __slots__ = ("_sources", "on_render_error")
+    __slots__ = ("_sources", "on_render_error", "on_unavailable", "withheld")
 
     def __init__(
-        self, sources: Iterable[ContextSource] = (), *, on_render_error: RenderErrorHandler | None = None
+        self,
+        sources: Iterable[ContextSource] = (),
+        *,
+        on_render_error: RenderErrorHandler | None = None,
+        on_unavailable: UnavailableHandler | None = None,
+        withheld: Iterable[str] = (),
     ) -> None:
         self.on_render_error = on_render_error
+        self.on_unavailable = on_unavailable
+        self.withheld = tuple(withheld)
         ordered = tuple(sources)
         seen: set[str] = set()
         for source in ordered:
@@ -66,7 +89,18 @@ class SystemContext:
         The result keeps the first ``on_render_error`` handler among them.
         """
         handler = next((ctx.on_render_error for ctx in contexts if ctx.on_render_error), None)
-        return cls((s for ctx in contexts for s in ctx._sources), on_render_error=handler)
+        unavailable = next((ctx.on_unavailable for ctx in contexts if ctx.on_unavailable), None)
+        withheld = [prefix for ctx in contexts for prefix in ctx.withheld]
+        return cls(
+            (s for ctx in contexts for s in ctx._sources),
+            on_render_error=handler,
+            on_unavailable=unavailable,
+            withheld=withheld,
+        )
+
+    def holds(self, key: str) -> bool:
+        """Whether ``key`` falls under a withheld prefix (see the class docstring)."""
+        return any(key.startswith(prefix) for prefix in self.withheld)
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -217,14 +251,30 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
         fn = source.removal
     assert fn is not None
     try:
-        text = fn(*args)
+        with PLUGIN_CODE:  # a renderer's prints go to stderr, never into nia's output
+            text = fn(*args)
     except Exception as exc:
+        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {exc}") from exc
+    except BaseException as exc:  # SystemExit, a plugin's own KeyboardInterrupt...: a failure like any other
+        if is_user_interrupt(exc):
+            raise
         raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(text, str):
         raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
     if not text.strip():
         raise RenderError(source.key, renderer, "returned empty text")
+    if not text.isascii() and not _utf8(text):
+        raise RenderError(source.key, renderer, "returned text that is not valid UTF-8 (a lone surrogate)")
     return text
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be printed, stored and sent: a lone surrogate would fail at the last step."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Rendering:
@@ -240,7 +290,7 @@ class _Rendering:
         except RenderError as exc:
             if self.handler is None:
                 raise
-            self.failed[source.key] = str(exc)
+            self.failed[source.key] = exc.reason
             self.handler(exc)
             return None
 
@@ -265,17 +315,35 @@ def _encode_observations(
     available: list[tuple[ContextSource, Any, str]] = []
     unavailable: list[str] = []
     final: list[Observation] = []
+    limit = max_source_bytes()
     for source, obs in zip(ctx.sources, observations, strict=True):
         if obs.available:
             try:
-                available.append((source, obs.value, encode(source, obs.value)))
+                encoded = encode(source, obs.value)
             except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable
                 obs = Observation(source.key, obs.value, "error", f"codec could not encode the value: {exc}")
                 unavailable.append(source.key)
+            else:
+                oversized = too_large(obs, encoded, limit)
+                if oversized is None:
+                    available.append((source, obs.value, encoded))
+                else:
+                    obs = oversized
+                    unavailable.append(source.key)
         else:
             unavailable.append(source.key)
+        if obs.status in ("error", "timeout"):
+            _report(ctx, obs)
         final.append(obs)
     return available, unavailable, final
+
+
+def _report(ctx: SystemContext, obs: Observation) -> None:
+    """One warning per failed source per round: the host's (naming the plugin), else the engine's."""
+    if ctx.on_unavailable is not None:
+        ctx.on_unavailable(obs)
+    else:
+        log.warning("context source %s: %s; counted unavailable", obs.key, obs.reason)
 
 
 def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, Any, str]]) -> Generation:
@@ -315,6 +383,9 @@ def _replacement(
     observed: Sequence[Observation],
 ) -> Replacement:
     blocked = tuple(key for key in unavailable if key in snapshot)
+    if ctx.withheld:
+        present = set(ctx.keys)
+        blocked += tuple(key for key in snapshot.entries if key not in present and ctx.holds(key))
     if blocked:
         return ReplacementBlocked(blocked, reason, tuple(observed))
     rendering = _Rendering(ctx)
@@ -353,7 +424,8 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
                 return _replacement(ctx, available, unavailable, snapshot, reason, observed)
             if not same_value(previous, value):  # as the reference: a new encoding of an equal value is no change
                 changed.append((source, previous, value, encoded))
-    gone = sorted(key for key in stored if key not in present)
+    held = {key for key in stored if key not in present and ctx.holds(key)} if ctx.withheld else set()
+    gone = sorted(key for key in stored if key not in present and key not in held)
     for key in gone:
         if not (snapshot[key].removal or "").strip():  # an empty removal would admit an empty message
             reason = f"{key} is gone and has no removal text"
@@ -364,7 +436,7 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
 
     # A source set aside by a failing renderer keeps its stored entry (or stays out), like an unavailable one.
     rendering = _Rendering(ctx)
-    entries = {key: entry for key, entry in snapshot.items() if key in present}
+    entries = {key: entry for key, entry in snapshot.items() if key in present or key in held}
     updates: dict[str, Change] = {}
     for source, previous, value, encoded in changed:
         text = rendering.text(source, "update", previous, value)

@@ -47,7 +47,16 @@ def load_host(
 ) -> PluginHost:
     """A host with every plugin that may load at ``location``: built-ins, installed, local."""
     host = PluginHost(strict=strict, timeout=timeout)
-    selection = Selection.from_sources(flags=flags, config_disabled=config_disabled(location))
+    try:
+        disabled = config_disabled(location)
+    except ConfigError as exc:
+        if strict:
+            raise
+        # The context is withheld while the file is broken (PluginHost.assemble), so loading
+        # every plugin switches none of them on for the model, and none off.
+        host.config_error = str(exc)
+        disabled = []
+    selection = Selection.from_sources(flags=flags, config_disabled=disabled)
     load_builtins(host, selection)
     if entry_points:
         load_entry_points(host, selection)

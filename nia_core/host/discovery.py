@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
+from nia_core.host.importing import ImportDeadline, PluginRaised, import_plugin
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
 from nia_core.project.paths import shown_path
@@ -117,20 +119,53 @@ def _unknown_hooks(host: PluginHost, plugin: object) -> list[str]:
     return sorted(unknown)
 
 
-def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority: int | None = None) -> PluginInfo:
-    """Import with ``load()`` and register; any failure marks the plugin broken.
+def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
+    """Functions named like a nia hook (or nearly) that lack ``@hookimpl``: pluggy ignores them silently."""
+    import difflib
 
-    Broken means: it failed to import, declares an unusable ``NIA_NAMESPACE``,
-    has a hook implementation pluggy rejects (pluggy >= 1.7 then leaves
-    nothing of it registered), or implements a hook nia does not have.
+    hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
+    found = []
+    for attr in dir(plugin):
+        if not attr.startswith("nia_") or attr in ("nia_impl",):
+            continue
+        if attr not in hooks and not difflib.get_close_matches(attr, hooks, n=1, cutoff=0.85):
+            continue
+        try:
+            value = getattr(plugin, attr)
+        except Exception:  # noqa: BLE001 - a plugin object's property may raise
+            continue
+        if callable(value) and host.pm.parse_hookimpl_opts(plugin, attr) is None:
+            found.append(attr)
+    return sorted(found, key=lambda name: (name not in hooks, name))
+
+
+def _no_such_hook(function: str) -> str:
+    import difflib
+
+    hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
+    close = difflib.get_close_matches(function, hooks, n=1, cutoff=0.85)
+    return f" and nia has no hook of that name (did you mean {close[0]}?)" if close else ""
+
+
+def register_imported(
+    host: PluginHost, info: PluginInfo, load: Any, *, priority: int | None = None, deadline: bool = True
+) -> PluginInfo:
+    """Import with ``load()`` (under the host's import deadline) and register; any failure marks the plugin broken.
+
+    Broken means: it failed to import (whatever it raised) or did not finish
+    importing in time, declares an unusable ``NIA_NAMESPACE``, has a hook
+    implementation pluggy rejects (pluggy >= 1.7 then leaves nothing of it
+    registered), or implements a hook nia does not have. ``deadline=False`` is
+    for nia's own built-ins and objects already imported.
     """
     try:
-        plugin = load()
-    except Exception as exc:  # noqa: BLE001 - isolation: report and go on
-        info.error = f"failed to import: {one_line(exc, show_path=shown_path)}"
+        plugin = import_plugin(load, host.import_timeout) if deadline else load()
+    except ImportDeadline as exc:
+        info.error = str(exc)
         return host.record(info)
-    except SystemExit as exc:
-        info.error = f"failed to import: SystemExit({exc.code})"
+    except Exception as exc:  # noqa: BLE001 - isolation: report and go on
+        original = exc.original if isinstance(exc, PluginRaised) else exc
+        info.error = f"failed to import: {one_line(original, show_path=shown_path)}"
         return host.record(info)
     try:
         info.namespace = info.namespace or _namespace(plugin, info)
@@ -146,6 +181,13 @@ def register_imported(host: PluginHost, info: PluginInfo, load: Any, *, priority
             info.hooks = []
             info.error = f"implements {', '.join(unknown)}, which is not a nia hook (see docs/plugin_hooks.md)"
             return host.record(info)
+        for function in _unmarked_hooks(host, plugin):
+            hint = "" if hasattr(hookspecs, function) else _no_such_hook(function)
+            host.warn(
+                registered,
+                f"function {function} has no @hookimpl marker{hint}, so nia never calls it "
+                "(decorate it with nia_core.markers.hookimpl)",
+            )
     return registered
 
 
@@ -176,7 +218,8 @@ def load_builtins(host: PluginHost, selection: Selection) -> None:
             info.disabled_by = why
             host.record(info)
             continue
-        register_imported(host, info, lambda module=module: importlib.import_module(module), priority=order)
+        load = lambda module=module: importlib.import_module(module)  # noqa: E731
+        register_imported(host, info, load, priority=order, deadline=False)
 
 
 def entry_point_records() -> list[EntryPointRecord]:

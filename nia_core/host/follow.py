@@ -29,6 +29,7 @@ def follow(
     on_crash: Callable[[Exception], None],
     *,
     on_watching: Callable[[ChangeWatcher], None] | None = None,
+    on_notice: Callable[[str], None] | None = None,
     reobserve: bool = False,
     interval: float | None = None,
     stop: threading.Event | None = None,
@@ -38,6 +39,8 @@ def follow(
 
     ``reobserve`` reconciles at every batch even when no plugin changed;
     ``interval`` (seconds) also reconciles when nothing was saved for that long.
+    ``on_notice`` hears when the folder followed goes away (deleted, renamed)
+    and comes back; its plugins are unloaded and loaded again by the reloads.
     Closes the watcher and the session on the way out.
     """
     stop = stop or threading.Event()
@@ -61,9 +64,13 @@ def follow(
         if on_watching is not None:
             on_watching(watcher)
         due = time.monotonic() + interval if interval else None
+        folder = FolderPresence(session.location.path)
         while not stop.is_set():
             wait = POLL_SECONDS if due is None else min(POLL_SECONDS, max(0.0, due - time.monotonic()))
             batch = watcher.next_batch(timeout=wait)
+            news = folder.check()
+            if news is not None and on_notice is not None:
+                on_notice(news)
             if batch is None or batch:
                 check(batch)
             elif due is not None and time.monotonic() >= due:
@@ -75,6 +82,24 @@ def follow(
     finally:
         watcher.stop()
         session.close()
+
+
+class FolderPresence:
+    """Notices the folder being followed going away (deleted, renamed) and coming back."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.present = True
+
+    def check(self) -> str | None:
+        """A one-line notice when presence changed since the last check, else ``None``."""
+        present = self.path.is_dir()
+        if present == self.present:
+            return None
+        self.present = present
+        if present:
+            return f"{self.path} exists again; reloading"
+        return f"{self.path} no longer exists; its plugins are unloaded, watching for it to come back"
 
 
 def project_files(session: DevSession, also: Sequence[Path] = ()) -> Callable[[Path], bool]:

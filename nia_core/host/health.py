@@ -12,9 +12,12 @@ providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers
 
 from __future__ import annotations
 
-from nia_core.context import Assembly, ContextSource, Location, canonical_json, observe
+from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
+from nia_core.context.observe import max_source_bytes, too_large
 from nia_core.errors import one_line
 from nia_core.host.host import PluginHost
+from nia_core.process import is_user_interrupt
+from nia_core.stdio import PLUGIN_CODE
 
 
 def check(host: PluginHost, location: Location) -> Assembly:
@@ -44,10 +47,12 @@ def check(host: PluginHost, location: Location) -> Assembly:
 
 def _encode_problem(source: ContextSource, value: object) -> str | None:
     try:
-        canonical_json(source.codec.encode(value))
+        with PLUGIN_CODE:
+            encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
         return f"codec could not encode the value: {exc}"
-    return None
+    oversized = too_large(Observation(source.key, value, "ok"), encoded, max_source_bytes())
+    return oversized.reason if oversized is not None else None
 
 
 def _check_commands(host: PluginHost) -> None:
@@ -74,11 +79,18 @@ def _check_summarize(host: PluginHost) -> None:
 
 def _render_problem(render: object, value: object) -> str | None:
     try:
-        text = render(value)  # type: ignore[operator]
-    except Exception as exc:  # noqa: BLE001 - reported against the plugin
+        with PLUGIN_CODE:
+            text = render(value)  # type: ignore[operator]
+    except BaseException as exc:
+        if is_user_interrupt(exc):
+            raise
         return f"baseline renderer raised {one_line(exc, where=False)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     if not text.strip():
         return "baseline renderer returned empty text"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "baseline renderer returned text that is not valid UTF-8 (a lone surrogate)"
     return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -19,16 +20,28 @@ import pluggy
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
-from nia_core.context.source import LOADER_TIMEOUT
+from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError, one_line, raised_at
+from nia_core.host.importing import import_deadline
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
+from nia_core.process import is_user_interrupt
 from nia_core.project.toml import read_toml
+from nia_core.stdio import PLUGIN_CODE
 
 log = logging.getLogger("nia.host")
 
 
 class PluginError(NiaError):
     """A plugin failed to load or misbehaved (raised under ``--strict``)."""
+
+
+CONFIG_PLACEHOLDER = "nia/project.toml"
+"""The key a first baseline is blocked on while ``.nia/project.toml`` does not parse."""
+
+
+def _placeholder(key: str) -> ContextSource:
+    """An always-unavailable source: what could not be listed blocks a first baseline, and says nothing."""
+    return ContextSource(key, lambda: UNAVAILABLE, str)
 
 
 def _config_file_key(path: Path) -> tuple[int, int] | None:
@@ -77,18 +90,26 @@ def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
-    def __init__(self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT) -> None:
+    def __init__(
+        self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT, import_timeout: float | None = None
+    ) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
         self.registry = SystemContextRegistry(producer_timeout=timeout)
         self.strict = strict
         self.timeout = timeout
+        self.import_timeout = import_deadline() if import_timeout is None else import_timeout
+        """Seconds a plugin's import may take (``NIA_IMPORT_TIMEOUT``); see :mod:`nia_core.host.importing`."""
         self.plugins: dict[str, PluginInfo] = {}
         self.left_out: list[str] = []
         """Plugins not loaded at all (a name already taken), one message each, for ``nia plugins list``."""
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._config_cache: dict[Path, tuple[tuple[int, int] | None, dict[str, Any]]] = {}
+        self._config_errors: dict[Path, tuple[tuple[int, int] | None, NiaError]] = {}
+        self._warned: set[str] = set()
+        self.config_error: str | None = None
+        """Set when ``.nia/project.toml`` did not parse as the host loaded: ``[plugins] disabled`` was not applied."""
 
     # -- registration -----------------------------------------------------------------
 
@@ -102,6 +123,15 @@ class PluginHost:
             log.warning("plugin %r: %s", info.name, info.error)
         return info
 
+    def warn(self, info: PluginInfo, warning: str) -> None:
+        """A problem that leaves the plugin working: a warning (``strict`` raises)."""
+        with self._lock:
+            if warning not in info.warnings:
+                info.warnings.append(warning)
+        if self.strict:
+            raise PluginError(f"plugin {info.name!r}: {warning}")
+        log.warning("plugin %r: %s", info.name, warning)
+
     def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
         """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken."""
         name = info.name
@@ -114,11 +144,14 @@ class PluginHost:
                 info.error = wrapper
                 return self.record(info)
             try:
-                self.pm.register(plugin, name=name)
+                with PLUGIN_CODE:  # replays nia_location_opened: plugin code
+                    self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as exc:
                 info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
                 return self.record(info)
-            except Exception as exc:  # noqa: BLE001 - a historic hook replayed at registration raised
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
                 # pluggy leaves the plugin half-registered in that case: take it out again.
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
@@ -155,10 +188,13 @@ class PluginHost:
 
             def guarded(*args: Any, _function: Any = function) -> None:
                 try:
-                    _function(*args)
-                except Exception as exc:  # noqa: BLE001 - isolation: report the plugin, keep the others
+                    with PLUGIN_CODE:
+                        _function(*args)
+                except BaseException as exc:
+                    if is_user_interrupt(exc):
+                        raise
                     self.unregister(name)
-                    self._mark_broken(name, f"nia_location_opened raised {type(exc).__name__}: {exc}")
+                    self._mark_broken(name, f"nia_location_opened raised {one_line(exc, where=False)}")
 
             guarded._nia_guarded = True  # type: ignore[attr-defined]
             impl.function = guarded  # type: ignore[misc]  # pluggy types it Final; it is a plain attribute
@@ -185,7 +221,20 @@ class PluginHost:
         return view
 
     def assemble(self, view: LocationContext) -> Assembly:
-        """Load the Location's context; misbehaving plugins are marked broken and left out."""
+        """Load the Location's context; misbehaving plugins are marked broken and left out.
+
+        What could not be listed is *withheld*, never removed (see
+        :class:`SystemContext`): while ``.nia/project.toml`` does not parse,
+        the whole context (nia cannot know which plugins it switches off, nor
+        their settings); when a plugin's hook fails, that plugin's sources
+        (its namespace, or every key for a plugin without one). Either way the
+        last admitted values stay in force and the model is told nothing.
+        """
+        broken = self.config_problem(view.location)
+        if broken is not None:
+            self._warn_once(broken)
+            held = _placeholder(CONFIG_PLACEHOLDER)  # a first baseline waits for the file to be fixed
+            return Assembly(SystemContext((held,), withheld=("",)), contributors={CONFIG_PLACEHOLDER: "nia"})
         assembly = view.assemble()
         by_contributor: dict[str, list[str]] = {}
         for key, contributor in assembly.contributors.items():
@@ -202,8 +251,83 @@ class PluginHost:
                     self.plugins[name].source_keys = []
         if self.strict and assembly.problems:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
-        context = SystemContext(assembly.context.sources, on_render_error=self._render_failed(assembly))
-        return dataclasses.replace(assembly, context=context)
+        sources = list(assembly.context.sources)
+        contributors = dict(assembly.contributors)
+        for problem in assembly.problems:
+            if problem.kind == "timeout":  # may work next time: a first baseline waits for it
+                key = self._placeholder_key(problem.contribution)
+                if key not in contributors:
+                    sources.append(_placeholder(key))
+                    contributors[key] = problem.contributor
+        context = SystemContext(
+            sources,
+            on_render_error=self._render_failed(assembly),
+            on_unavailable=self._unavailable(assembly),
+            withheld=self._withheld(assembly),
+        )
+        return dataclasses.replace(assembly, context=context, contributors=contributors)
+
+    def _placeholder_key(self, name: str) -> str:
+        """A key standing for the sources a plugin could not list in time (``acme/acme``)."""
+        info = self.plugins.get(name)
+        slug = re.sub(r"[^a-z0-9_.-]+", "-", name.lower()).strip("-_.") or "plugin"
+        return f"{(info.namespace if info is not None else None) or slug}/{slug}"
+
+    def _withheld(self, assembly: Assembly) -> list[str]:
+        prefixes: list[str] = []
+        for problem in assembly.problems:
+            if problem.kind == "duplicate-key":
+                continue  # the key is someone else's; this contribution's own keys are all it lost
+            info = self.plugins.get(problem.contribution)
+            namespace = info.namespace if info is not None else None
+            prefix = f"{namespace}/" if namespace else ""
+            if prefix not in prefixes:
+                prefixes.append(prefix)
+        return prefixes
+
+    def config_problem(self, location: Location) -> str | None:
+        """Why the Location's ``.nia/project.toml`` cannot be used now (one line), or ``None``."""
+        path = location.nia_dir / "project.toml"
+        try:
+            data = self._read_config(path)
+        except NiaError as exc:
+            return str(exc)
+        plugins = data.get("plugins", {})
+        if not isinstance(plugins, dict):
+            return f"{path}: [plugins] must be a table"
+        disabled = plugins.get("disabled", [])
+        if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
+            return f"{path}: plugins.disabled must be a list of plugin names"
+        self._warned.clear()  # fixed: say it again if it breaks again
+        return None
+
+    def already_reported(self, message: str) -> None:
+        """The caller told the user about this config problem itself: the host will not repeat it."""
+        self._warned.add(message)
+
+    def _warn_once(self, message: str) -> None:
+        if message in self._warned:
+            return
+        self._warned.add(message)
+        log.warning("%s; the context stays as it was until the file is fixed", message)
+
+    def _read_config(self, path: Path) -> dict[str, Any]:
+        """The parsed file, cached by modification time and size; raises its ``ConfigError``."""
+        key = _config_file_key(path)
+        failed = self._config_errors.get(path)
+        if failed is not None and failed[0] == key:
+            raise failed[1]
+        cached = self._config_cache.get(path)
+        if cached is None or cached[0] != key:
+            try:
+                data = read_toml(path) if key is not None else {}
+            except NiaError as exc:
+                self._config_errors[path] = (key, exc)
+                raise
+            cached = (key, data)
+            self._config_cache[path] = cached
+            self._config_errors.pop(path, None)
+        return cached[1]
 
     def _render_failed(self, assembly: Assembly) -> Callable[[RenderError], None]:
         """A renderer of a plugin's source failed: the engine sets the source aside; name the plugin."""
@@ -221,11 +345,31 @@ class PluginHost:
 
         return handle
 
+    def _unavailable(self, assembly: Assembly) -> Callable[[Observation], None]:
+        """A loader raised, timed out or returned too much: one warning naming the plugin (``strict`` raises)."""
+        names = {f"plugin {name!r}": name for name in self.plugins}
+
+        def handle(obs: Observation) -> None:
+            name = names.get(assembly.contributors.get(obs.key, ""))
+            error = f"context source {obs.key!r}: {obs.reason}"
+            if name is None:
+                log.warning("%s; counted unavailable", error)
+                return
+            with self._lock:
+                self.plugins[name].error = error
+            if self.strict:
+                raise PluginError(f"plugin {name!r}: {error}")
+            log.warning("plugin %r: %s; counted unavailable", name, error)
+
+        return handle
+
     def report_observations(self, assembly: Assembly, observations: Iterable[Observation]) -> list[str]:
-        """Mark the plugin behind each loader that timed out or raised as broken (``strict`` raises).
+        """Mark the plugin behind each source that failed as broken (``strict`` raises).
 
         The engine counts such a source unavailable and carries on; this names
-        the plugin responsible, for ``nia plugins list`` and ``--strict``.
+        the plugin responsible, for ``nia plugins list`` and ``--strict``. It
+        says nothing: each failure was reported once as it was observed or
+        rendered.
         """
         names = {f"plugin {name!r}": name for name in self.plugins}
         messages = []
@@ -235,9 +379,7 @@ class PluginHost:
                 if obs.status not in ("timeout", "error") or name is None:
                     continue
                 error = f"context source {obs.key!r}: {obs.reason}"
-                self.plugins[name].error = error
-                if not self.strict:
-                    log.warning("plugin %r: %s", name, error)
+                self.plugins[name].error = error  # the warning was said as the value was observed
                 messages.append(f"plugin {name!r}: {error}")
         if self.strict and messages:
             raise PluginError("; ".join(messages))
@@ -245,14 +387,7 @@ class PluginHost:
 
     def plugin_config(self, name: str, location: Location) -> dict[str, Any]:
         """The ``[plugins.NAME]`` table of the Location's ``.nia/project.toml``."""
-        path = location.nia_dir / "project.toml"
-        key = _config_file_key(path)
-        cached = self._config_cache.get(path)
-        if cached is None or cached[0] != key:
-            data = read_toml(path) if key is not None else {}
-            cached = (key, data)
-            self._config_cache[path] = cached
-        plugins = cached[1].get("plugins", {})
+        plugins = self._read_config(location.nia_dir / "project.toml").get("plugins", {})
         table = plugins.get(name, {}) if isinstance(plugins, dict) else {}
         return dict(table) if isinstance(table, dict) else {}
 
@@ -267,9 +402,6 @@ class PluginHost:
                 result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
                 if result is None:
                     continue
-                if isinstance(result, dict | set | frozenset):  # iterable, but not an ordered list of sources
-                    kind = type(result).__name__
-                    raise TypeError(f"nia_context_sources returned {kind}, not a list of ContextSource")
                 if not isinstance(result, list | tuple):
                     return result  # the registry reports the bad return
                 sources.extend(result)
@@ -313,9 +445,12 @@ class PluginHost:
             if "config" in impl.argnames and location is not None:
                 given["config"] = self.plugin_config(plugin, location)
             try:
-                result = impl.function(**{arg: given[arg] for arg in impl.argnames})
-            except Exception as exc:  # noqa: BLE001 - isolation: the plugin is reported, the others run
-                problems.append(HookProblem(plugin, hook, f"raised {type(exc).__name__}: {exc}"))
+                with PLUGIN_CODE:  # its prints go to stderr
+                    result = impl.function(**{arg: given[arg] for arg in impl.argnames})
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
+                problems.append(HookProblem(plugin, hook, f"raised {one_line(exc, where=False)}"))
                 continue
             answers.append((plugin, result))
             if first_result and result is not None and not every:

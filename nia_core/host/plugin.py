@@ -26,6 +26,8 @@ class PluginInfo:
     (``nia dev`` points at it); the text of ``error`` is for people."""
     hooks: list[str] = field(default_factory=list)
     source_keys: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Problems that leave the plugin working (a hook-named function without ``@hookimpl``)."""
 
     @property
     def broken(self) -> bool:

@@ -58,6 +58,7 @@ from nia_core.host import config_disabled, load_host, local_folders
 from nia_core.host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
 from nia_core.host.fingerprint import DigestCache
 from nia_core.host.host import PluginHost
+from nia_core.host.importing import ImportDeadline, PluginRaised, describe, import_plugin
 from nia_core.host.localimport import (
     FINDER,
     EditablePackage,
@@ -70,6 +71,8 @@ from nia_core.host.localimport import (
 )
 from nia_core.host.plugin import PluginInfo
 from nia_core.host.watch import ignored
+from nia_core.process import is_user_interrupt
+from nia_core.stdio import PLUGIN_CODE
 
 UnitKind = Literal["local", "package"]
 
@@ -283,7 +286,12 @@ class DevSession:
         """The host's assembly with the engine's strict rendering: a failing renderer raises here,
         so the reload can put the plugin's previous version back and say where it failed."""
         assembly = self.host.assemble(self.view)
-        return dataclasses.replace(assembly, context=SystemContext(assembly.context.sources))
+        context = SystemContext(
+            assembly.context.sources,
+            on_unavailable=assembly.context.on_unavailable,
+            withheld=assembly.context.withheld,
+        )
+        return dataclasses.replace(assembly, context=context)
 
     def _owner(self, assembly: Assembly, key: str) -> str | None:
         contributor = assembly.contributors.get(key, "")
@@ -378,6 +386,7 @@ class DevSession:
         selection, error = self._read_selection()
         if selection is None:
             file, line = _config_where(str(error), self.config_path)
+            self.host.already_reported(str(error))
             plan.errors.append(ReloadError(None, str(error), file, line, kept_previous=True))
         else:
             self._selection = selection
@@ -496,9 +505,10 @@ class DevSession:
         )
 
     def _load(self, unit: Unit, name: str) -> Any:
+        """Import under the host's deadline; see :mod:`nia_core.host.importing`."""
         if unit.kind == "local":
-            return import_local(name, unit.root)
-        return self._entry_points[name].load()
+            return import_plugin(lambda: import_local(name, unit.root), self.host.import_timeout)
+        return import_plugin(self._entry_points[name].load, self.host.import_timeout)
 
     def _import_unit(self, unit: Unit, names: tuple[str, ...], current: str, plan: _Plan) -> None:
         """Import the unit afresh and register it; on failure put the previous version back."""
@@ -521,14 +531,14 @@ class DevSession:
         for name in names:
             try:
                 objects[name] = self._load(unit, name)
-            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a plugin's import may raise anything
+            except Exception as exc:  # noqa: BLE001 - a plugin's import may raise anything (BaseException comes wrapped)
                 self._rollback(attempt, plan, _exception_error(name, exc, unit, self.location, bool(previous)))
                 return
         _withdraw_location_contributions(self.view, unit)
         for name, plugin in objects.items():
             info = self._info(unit, name)
             try:
-                registered = register_imported(self.host, info, lambda plugin=plugin: plugin)
+                registered = register_imported(self.host, info, lambda plugin=plugin: plugin, deadline=False)
             except Exception as exc:  # noqa: BLE001 - a historic hook replayed at registration raised
                 self._rollback(attempt, plan, _exception_error(name, exc, unit, self.location, bool(previous)))
                 return
@@ -648,8 +658,13 @@ class DevSession:
             if "config" in impl.argnames:
                 arguments["config"] = self.host.plugin_config(name, self.location)
             try:
-                impl.function(**{arg: arguments[arg] for arg in impl.argnames if arg in arguments})
+                with PLUGIN_CODE:
+                    impl.function(**{arg: arguments[arg] for arg in impl.argnames if arg in arguments})
             except Exception as exc:  # noqa: BLE001 - this is what we are looking for
+                return exc
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
                 return exc
         return None
 
@@ -713,6 +728,10 @@ def _exception_error(
 ) -> ReloadError:
     file: str | None = None
     line: int | None = None
+    if isinstance(exc, ImportDeadline):
+        return ReloadError(name, f"{prefix}{exc}", None, None, kept)
+    if isinstance(exc, PluginRaised):
+        exc = exc.original
     if isinstance(exc, SyntaxError):
         file, line = exc.filename, exc.lineno
         what = f"{type(exc).__name__}: {exc.msg}"
@@ -722,7 +741,7 @@ def _exception_error(
         if inside or frames:
             frame = (inside or frames)[-1]
             file, line = frame.filename, frame.lineno
-        what = " ".join(f"{type(exc).__name__}: {exc}".split())
+        what = describe(exc)
     return ReloadError(name, f"{_where(file, line, location)}{prefix}{what}", file, line, kept)
 
 

@@ -163,23 +163,27 @@ class ChangeWatcher:
         return self.relevant(Path(path))
 
     def _run(self) -> None:
-        restarted = False
+        previous: tuple[Path, ...] | None = None
+        failed = False
         while not self._stop.is_set():
             roots = _existing(self.roots())
+            if failed or (previous is not None and roots != previous):
+                # A watched folder appeared, went away (deleted, renamed) or the watcher restarted:
+                # what happened meanwhile was never seen, so check everything.
+                self._queue.put(None)
+            previous, failed = roots, False
             if not roots:
+                self.watching = ()
                 self.ready.set()
                 self._stop.wait(self.settings.tick_ms / 1000)
-                restarted = True  # whatever appears next was never seen
                 continue
             self.watching = roots
             try:
-                if restarted:
-                    self._queue.put(None)
                 self._watch(roots)
             except Exception as exc:  # noqa: BLE001 - the watcher must survive anything
                 log.warning("file watcher failed (%s: %s); restarting", type(exc).__name__, exc)
                 self._stop.wait(0.1)
-            restarted = True
+                failed = True
 
     def _watch(self, roots: tuple[Path, ...]) -> None:
         settings = self.settings

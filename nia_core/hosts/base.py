@@ -82,6 +82,8 @@ class HostAdapter:
             raw = json.loads(data)
         except ValueError as exc:
             raise HostInputError(f"{self.title} hook input is not JSON: {exc}") from None
+        except RecursionError:
+            raise HostInputError(f"{self.title} hook input is nested too deeply to be hook JSON") from None
         if not isinstance(raw, dict):
             raise HostInputError(f"{self.title} hook input is not a JSON object")
         event = raw.get("hook_event_name")
@@ -90,6 +92,8 @@ class HostAdapter:
         for key, value in (("hook_event_name", event), ("session_id", session_id), ("cwd", cwd)):
             if not isinstance(value, str) or not value:
                 raise HostInputError(f"{self.title} hook input has no {key!r}")
+            if not _clean_text(value):
+                raise HostInputError(f"{self.title} hook input: {key!r} holds a NUL byte or a lone surrogate")
         source = raw.get("source")
         transcript = raw.get("transcript_path")
         return HookInput(
@@ -97,7 +101,9 @@ class HostAdapter:
             session_id=str(session_id),
             cwd=str(cwd),
             source=source if isinstance(source, str) else "",
-            transcript_path=transcript if isinstance(transcript, str) and transcript else None,
+            transcript_path=transcript
+            if isinstance(transcript, str) and transcript and _clean_text(transcript)
+            else None,
             raw=raw,
         )
 
@@ -124,6 +130,17 @@ class HostAdapter:
             if version is None or version >= entry.since:
                 chosen = entry
         return chosen.names if chosen is not None else ()
+
+
+def _clean_text(value: str) -> bool:
+    """Whether ``value`` can name a path and be stored: no NUL, valid UTF-8 (JSON can spell lone surrogates)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def characters(text: str) -> int:

@@ -282,4 +282,24 @@ def main(host: str) -> int:
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
     answer(host, Runtime())
+    _leave_stray_threads()
     return 0
+
+
+def _leave_stray_threads() -> None:
+    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
+
+    The answer is already on stdout; the watchdog is cancelled by then, so
+    nothing else would end such a process. Only here, in the process's own
+    entry point: an in-process caller's threads are none of the hook's business.
+    """
+    import threading
+
+    main_thread = threading.main_thread()
+    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(0)

@@ -63,7 +63,7 @@ def append(entry: Entry) -> None:
     line = json.dumps(asdict(entry), ensure_ascii=False) + "\n"
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(line)
         if path.stat().st_size > 4096 * KEEP // 4:
             _trim(path)

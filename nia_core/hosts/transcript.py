@@ -9,7 +9,10 @@ nothing, and nothing is concluded from it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
+from typing import BinaryIO
 
 HEAD_BYTES = 64 * 1024
 """How much of a transcript's start is read to find the host's version."""
@@ -22,6 +25,29 @@ def escaped(text: str) -> str:
 
 TAIL_BYTES = 1024 * 1024
 """Searched first: the newest admitted text is nearly always near the end of a long transcript."""
+
+WHOLE_BYTES = 64 * 1024 * 1024
+"""The most of a transcript's end ever searched: a path to a huge or endless file costs a bounded read."""
+
+
+def _open_regular(path: str) -> BinaryIO | None:
+    """``path`` opened for reading if it is a regular file, else ``None``.
+
+    The path comes from the hook's stdin: a FIFO would block ``open`` (hence
+    ``O_NONBLOCK``), and ``/dev/zero`` or a socket would never end a read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb")
+    except OSError:
+        os.close(fd)
+        return None
 
 
 class Transcript:
@@ -39,12 +65,15 @@ class Transcript:
         if not path:
             return None
         found = cls(path)
+        handle = _open_regular(path)
+        if handle is None:
+            return None
         try:
-            with open(path, "rb") as handle:
+            with handle:
                 handle.seek(0, 2)
                 found._size = handle.tell()
                 handle.seek(max(0, found._size - TAIL_BYTES))
-                found._tail = handle.read().decode("utf-8", errors="replace")
+                found._tail = handle.read(TAIL_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
         if found._size <= TAIL_BYTES:
@@ -53,9 +82,14 @@ class Transcript:
 
     def _all(self) -> str:
         if self._whole is None:
+            handle = _open_regular(self.path)
             try:
-                with open(self.path, "rb") as handle:
-                    self._whole = handle.read().decode("utf-8", errors="replace")
+                if handle is None:
+                    raise OSError(self.path)
+                with handle:
+                    size = handle.seek(0, 2)
+                    handle.seek(max(0, size - WHOLE_BYTES))
+                    self._whole = handle.read(WHOLE_BYTES).decode("utf-8", errors="replace")
             except OSError:
                 self._whole = self._tail or ""
         return self._whole
@@ -76,8 +110,11 @@ def version_field(path: str | None, field: str) -> tuple[int, ...] | None:
     """The first ``"FIELD":"1.2.3"`` in the transcript's first lines, as a version tuple."""
     if not path:
         return None
+    handle = _open_regular(path)
+    if handle is None:
+        return None
     try:
-        with open(path, "rb") as handle:
+        with handle:
             head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None

@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from nia_core.stdio import real_stdout_fd
+
 
 @dataclass
 class ClaimedStdio:
@@ -39,7 +41,7 @@ def claim_stdio() -> ClaimedStdio:
             except (OSError, ValueError):
                 pass
     wire_in = os.dup(0)
-    wire_out = os.dup(1)
+    wire_out = os.dup(real_stdout_fd())  # nia's process start may already have moved stdout off descriptor 1
     os.dup2(2, 1)
     null = os.open(os.devnull, os.O_RDONLY)
     try:

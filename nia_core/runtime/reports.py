@@ -99,7 +99,22 @@ class Watch:
         self.assemblies.append(assembly)
         self.note(str(problem) for problem in assembly.problems)
         context = assembly.context
-        return SystemContext(context.sources, on_render_error=self._on_render_error(assembly, context.on_render_error))
+        return SystemContext(
+            context.sources,
+            on_render_error=self._on_render_error(assembly, context.on_render_error),
+            on_unavailable=self._on_unavailable(assembly, context.on_unavailable),
+            withheld=context.withheld,  # what could not be listed stays unavailable, never removed
+        )
+
+    def _on_unavailable(
+        self, assembly: Assembly, then: Callable[[Observation], None] | None
+    ) -> Callable[[Observation], None]:
+        def handle(obs: Observation) -> None:
+            self.observed([obs])
+            if then is not None:
+                then(obs)
+
+        return handle
 
     def _on_render_error(
         self, assembly: Assembly, then: Callable[[RenderError], None] | None

@@ -1,0 +1,98 @@
+"""Importing a plugin under a deadline, with every exception it raises isolated.
+
+A plugin's import runs arbitrary code: ``while True: pass`` at module level
+would freeze every ``nia`` command, ``--help`` included. So each import runs on
+a daemon thread and nia waits for it at most :func:`import_deadline` seconds.
+Python cannot kill a thread: past the deadline the import is abandoned (it
+keeps running, and keeps its module's import lock, until the process ends),
+the plugin is reported broken, and everything else goes on. At exit,
+:func:`nia_core.process.run` ends the process with ``os._exit`` when such a
+thread remains, after flushing its output, rather than wait for it.
+
+Whatever the import raises, ``BaseException`` subclasses included
+(``KeyboardInterrupt``, ``SystemExit``, a custom one), it is raised on the
+worker thread, so it can never be the user's Ctrl-C: it comes back to the
+caller as a :class:`PluginRaised` naming the original.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nia_core.errors import one_line
+from nia_core.process import abandon
+
+IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
+DEFAULT_IMPORT_TIMEOUT = 5.0
+log = logging.getLogger("nia.host")
+
+
+class ImportDeadline(Exception):
+    """The import ran past its deadline and was abandoned."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"import did not finish in {seconds:g} s")
+        self.seconds = seconds
+
+
+class PluginRaised(Exception):
+    """A ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ...)."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(describe(original))
+        self.original = original
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` on one line; ``SystemExit(2)`` for an exit."""
+    return one_line(exc, where=False)
+
+
+def import_deadline(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds a plugin's import may take: ``NIA_IMPORT_TIMEOUT``, else 5."""
+    env = os.environ if environ is None else environ
+    raw = env.get(IMPORT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IMPORT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        log.warning(
+            "%s=%r is not a positive number of seconds; using %g", IMPORT_TIMEOUT_ENV, raw, DEFAULT_IMPORT_TIMEOUT
+        )
+        return DEFAULT_IMPORT_TIMEOUT
+    return value
+
+
+def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
+    """``load()`` on a worker thread; raises :class:`ImportDeadline` past ``deadline`` seconds.
+
+    An ``Exception`` from the import is raised again as is; any other
+    ``BaseException`` as :class:`PluginRaised`.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = load()
+        except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="nia-plugin-import")
+    thread.start()
+    thread.join(deadline)
+    if thread.is_alive():
+        abandon(thread)
+        raise ImportDeadline(deadline)
+    if "error" in outcome:
+        error = outcome.pop("error")
+        if isinstance(error, Exception):
+            raise error
+        raise PluginRaised(error) from None
+    return outcome.get("value")

@@ -1,0 +1,176 @@
+"""nia's stdout belongs to nia: whatever a plugin prints goes to stderr.
+
+Machine-readable output (``--json``, protocol streams such as ``nia mcp``'s
+stdio) must stay parseable whatever a plugin prints at import, in a hook, in a
+loader or from a thread of its own. While :func:`protect` is in force,
+``sys.stdout`` is a router: a write reaches the real stdout only from the
+command's thread (the one that entered :func:`protect`, normally the main
+thread) *outside* :func:`plugin_code`; every other write (any other thread, or
+plugin code the command's thread runs) goes to ``sys.stderr``. Plugin imports,
+producers and loaders run on worker threads, so they are routed without any
+marking; plugin calls on the command's thread (renderers,
+``nia_location_opened``, ``nia_register_commands``) are wrapped in
+:func:`plugin_code`.
+
+A real process also gets :func:`redirect_fd`: file descriptor 1 itself is
+pointed at stderr and the real stdout is kept on a private descriptor, so
+output from C extensions or subprocesses a plugin starts cannot reach it either.
+Code that writes a protocol stream takes :func:`real_stdout` explicitly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from typing import IO, Any
+
+_local = threading.local()
+_owner: threading.Thread | None = None
+"""The thread that runs nia's command (the one that entered :func:`protect`); the main thread by default."""
+_private: IO[str] | None = None
+"""The real stdout after :func:`redirect_fd`."""
+
+
+class plugin_code:
+    """Marks plugin code run by the main thread: its prints go to stderr."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _local.depth = getattr(_local, "depth", 0) + 1
+
+    def __exit__(self, *exc: object) -> None:
+        _local.depth -= 1
+
+
+PLUGIN_CODE = plugin_code()
+
+
+def _to_real() -> bool:
+    owner = _owner or threading.main_thread()
+    return threading.current_thread() is owner and not getattr(_local, "depth", 0)
+
+
+class Router:
+    """Stands in for ``sys.stdout``: nia's own writes to ``real``, plugins' to stderr."""
+
+    def __init__(self, real: IO[str]) -> None:
+        self.real = real
+
+    @property
+    def target(self) -> IO[str]:
+        return self.real if _to_real() else sys.stderr
+
+    def write(self, text: str) -> int:
+        return self.target.write(text)
+
+    def writelines(self, lines: Any) -> None:
+        self.target.writelines(lines)
+
+    def flush(self) -> None:
+        if _to_real():
+            self.real.flush()  # a closed pipe must surface here, as it would without the router
+        else:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+
+    @property
+    def buffer(self) -> Any:
+        return self.target.buffer  # type: ignore[attr-defined]
+
+    def isatty(self) -> bool:
+        return self.real.isatty()
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:  # encoding, errors, line_buffering, closed...
+        return getattr(self.real, name)
+
+
+def real_stdout_fd() -> int:
+    """The descriptor of the real stdout: the private one after :func:`redirect_fd`, else 1."""
+    if _private is not None:
+        try:
+            return _private.fileno()
+        except (OSError, ValueError):
+            pass
+    return 1
+
+
+def real_stdout() -> IO[str]:
+    """The stream nia's own output goes to, whether or not :func:`protect` is in force."""
+    stdout = sys.stdout
+    return stdout.real if isinstance(stdout, Router) else stdout
+
+
+@contextlib.contextmanager
+def protect() -> Iterator[Router]:
+    """Route ``sys.stdout`` (see the module docstring) until the block ends."""
+    global _owner
+    previous = sys.stdout
+    if isinstance(previous, Router):
+        yield previous
+        return
+    router = Router(previous)
+    sys.stdout = router  # type: ignore[assignment]
+    owner, _owner = _owner, threading.current_thread()
+    try:
+        yield router
+    finally:
+        _owner = owner
+        if sys.stdout is router:
+            sys.stdout = previous
+
+
+def redirect_fd() -> None:
+    """Point fd 1 at stderr and keep the real stdout on a private descriptor (real processes only).
+
+    ``sys.stdout`` becomes a stream on the private descriptor, so nia writes
+    where it always did; :func:`protect` then routes it.
+    """
+    stdout = sys.stdout
+    if stdout is None or isinstance(stdout, Router) or sys.stderr is None:
+        return
+    try:
+        if stdout.fileno() != 1 or sys.stderr.fileno() != 2:
+            return
+        stdout.flush()
+        private = os.dup(1)
+        os.set_inheritable(private, False)
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        return
+    global _private
+    sys.stdout = _private = open(  # noqa: SIM115 - lives as long as the process
+        private,
+        "w",
+        encoding=stdout.encoding,
+        errors=stdout.errors,
+        buffering=1 if stdout.line_buffering else -1,
+        closefd=True,
+    )
+
+
+def finish() -> None:
+    """Flush the real stdout before the process ends; a reader that went away (``| head``) is no error."""
+    for stream in (_private, sys.stdout):
+        if stream is None:
+            continue
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError):  # Python's recipe: no second error at exit
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
