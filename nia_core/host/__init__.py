@@ -13,8 +13,9 @@ from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.host.discovery import Selection, load_builtins, load_entry_points, load_local
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.plugin import PluginInfo
+from nia_core.project.config import project_tables
 from nia_core.project.paths import shown_path
-from nia_core.project.toml import ConfigError, read_toml
+from nia_core.project.toml import ConfigError
 
 __all__ = ["PluginError", "PluginHost", "PluginInfo", "Selection", "config_disabled", "load_host", "local_folders"]
 
@@ -22,7 +23,7 @@ __all__ = ["PluginError", "PluginHost", "PluginInfo", "Selection", "config_disab
 def config_disabled(location: Location) -> list[str]:
     """``[plugins] disabled`` from the Location's ``.nia/project.toml``."""
     path = location.nia_dir / "project.toml"
-    plugins = read_toml(path).get("plugins", {})
+    plugins = project_tables(location.root).get("plugins", {})
     if not isinstance(plugins, dict):
         raise ConfigError(f"{shown_path(path)}: [plugins] must be a table")
     disabled = plugins.get("disabled", [])

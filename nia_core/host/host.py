@@ -13,7 +13,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import pluggy
@@ -25,7 +24,7 @@ from nia_core.errors import NiaError, RenderError, one_line, raised_at
 from nia_core.host.importing import import_deadline
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.process import is_user_interrupt
-from nia_core.project.toml import read_toml
+from nia_core.project.config import project_tables
 from nia_core.stdio import PLUGIN_CODE
 
 log = logging.getLogger("nia.host")
@@ -42,14 +41,6 @@ CONFIG_PLACEHOLDER = "nia/project.toml"
 def _placeholder(key: str) -> ContextSource:
     """An always-unavailable source: what could not be listed blocks a first baseline, and says nothing."""
     return ContextSource(key, lambda: UNAVAILABLE, str)
-
-
-def _config_file_key(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 def _one_line_validation(exc: Exception) -> str:
@@ -105,8 +96,6 @@ class PluginHost:
         """Plugins not loaded at all (a name already taken), one message each, for ``nia plugins list``."""
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
-        self._config_cache: dict[Path, tuple[tuple[int, int] | None, dict[str, Any]]] = {}
-        self._config_errors: dict[Path, tuple[tuple[int, int] | None, NiaError]] = {}
         self._warned: set[str] = set()
         self.config_error: str | None = None
         """Set when ``.nia/project.toml`` did not parse as the host loaded: ``[plugins] disabled`` was not applied."""
@@ -289,7 +278,7 @@ class PluginHost:
         """Why the Location's ``.nia/project.toml`` cannot be used now (one line), or ``None``."""
         path = location.nia_dir / "project.toml"
         try:
-            data = self._read_config(path)
+            data = project_tables(location.root)
         except NiaError as exc:
             return str(exc)
         plugins = data.get("plugins", {})
@@ -310,24 +299,6 @@ class PluginHost:
             return
         self._warned.add(message)
         log.warning("%s; the context stays as it was until the file is fixed", message)
-
-    def _read_config(self, path: Path) -> dict[str, Any]:
-        """The parsed file, cached by modification time and size; raises its ``ConfigError``."""
-        key = _config_file_key(path)
-        failed = self._config_errors.get(path)
-        if failed is not None and failed[0] == key:
-            raise failed[1]
-        cached = self._config_cache.get(path)
-        if cached is None or cached[0] != key:
-            try:
-                data = read_toml(path) if key is not None else {}
-            except NiaError as exc:
-                self._config_errors[path] = (key, exc)
-                raise
-            cached = (key, data)
-            self._config_cache[path] = cached
-            self._config_errors.pop(path, None)
-        return cached[1]
 
     def _render_failed(self, assembly: Assembly) -> Callable[[RenderError], None]:
         """A renderer of a plugin's source failed: the engine sets the source aside; name the plugin."""
@@ -387,7 +358,7 @@ class PluginHost:
 
     def plugin_config(self, name: str, location: Location) -> dict[str, Any]:
         """The ``[plugins.NAME]`` table of the Location's ``.nia/project.toml``."""
-        plugins = self._read_config(location.nia_dir / "project.toml").get("plugins", {})
+        plugins = project_tables(location.root).get("plugins", {})
         table = plugins.get(name, {}) if isinstance(plugins, dict) else {}
         return dict(table) if isinstance(table, dict) else {}
 

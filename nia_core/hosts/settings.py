@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nia_core.project.toml import ConfigError, read_toml
+from nia_core.project.config import project_tables
+from nia_core.project.toml import ConfigError
 
 
 def _table(value: object) -> dict[str, Any]:
@@ -24,8 +25,8 @@ def _table(value: object) -> dict[str, Any]:
 def deliver_native_files(root: Path, host: str) -> tuple[bool, str]:
     """Whether nia delivers the files ``host`` loads itself, and a warning when the setting is malformed."""
     path = root / ".nia" / "project.toml"
-    try:  # the checked reader: no symlink out, no FIFO, bounded size and nesting (a hook must not hang)
-        data = read_toml(path, root=root)
+    try:  # the one checked, cached read: no symlink out, no FIFO, bounded size and nesting (no hang)
+        data = project_tables(root)
     except ConfigError as exc:
         return False, f"{path}: cannot read [hooks] ({exc}); nia leaves the host's own files to it"
     hooks = _table(data.get("hooks"))

@@ -337,30 +337,72 @@ def _commands(reader: _Reader, data: dict[str, Any]) -> CommandsConfig:
 
 C = TypeVar("C")
 _cache: dict[tuple[str, str], tuple[Signature, Any]] = {}
+_parsed: dict[tuple[str, str], tuple[Signature, dict[str, Any] | ConfigError, str]] = {}
 _lock = threading.Lock()
 
 
-def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], C], empty: C) -> C:
+def _read(root: Path, filename: str) -> tuple[Signature, dict[str, Any], str] | None:
+    """The parsed tables of ``root/.nia/filename`` and its text, checked; ``None`` when absent or refused.
+
+    The one read of a ``.nia`` file: every reader of ``project.toml`` (the
+    validated :class:`ProjectConfig`, the plugin host's ``[plugins]``, the
+    providers' ``[providers]``, the hooks' ``[hooks]``) shares this parse and
+    its change detection, the ``stat`` signature. A file that does not parse
+    is remembered too, so a broken file costs one ``stat`` per look.
+    """
     path = root / ".nia" / filename
     display = shown_path(path)
     try:
-        cached = _cache.get((str(path), filename))
+        cached = _parsed.get((str(path), display))  # the display too: an error names the file as shown
         if cached is not None and signature(os.stat(path)) == cached[0]:
-            return cached[1]  # type: ignore[no-any-return]  # bytes that passed the checks, unchanged since
+            if isinstance(cached[1], ConfigError):
+                raise cached[1]
+            return cached[0], cached[1], cached[2]
         content = read_checked(path, root, MAX_CONFIG_BYTES)
     except FileNotFoundError:
-        return empty
+        return None
     except Refused as exc:
         refused_config(display, exc.problem, path)  # ignored, as if absent: the rest of the context renders
-        return empty
+        return None
     except OSError as exc:
         raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
     if content.oversize:
         raise ConfigError(f"{display}: larger than {MAX_CONFIG_BYTES // (1024 * 1024)} MiB; refused unread")
-    data = parse_toml(content.data, display)
-    config = build(_Reader(display, filename, content.data.decode("utf-8")), data)
+    try:
+        data = parse_toml(content.data, display)
+    except ConfigError as exc:
+        with _lock:
+            _parsed[(str(path), display)] = (content.sig, exc, "")
+        raise
+    text = content.data.decode("utf-8")
     with _lock:
-        _cache[(str(path), filename)] = (content.sig, config)
+        _parsed[(str(path), display)] = (content.sig, data, text)
+    return content.sig, data, text
+
+
+def project_tables(root: Path) -> dict[str, Any]:
+    """Every table of ``root/.nia/project.toml`` as parsed, unvalidated (``{}`` when absent or refused).
+
+    For the readers that own one table's rules (``[plugins]``, ``[providers]``,
+    ``[hooks]``); raises the file's :class:`ConfigError` when it does not load.
+    The dict is shared: do not modify it.
+    """
+    read = _read(root, PROJECT_FILE)
+    return read[1] if read is not None else {}
+
+
+def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], C], empty: C) -> C:
+    path = root / ".nia" / filename
+    read = _read(root, filename)
+    if read is None:
+        return empty
+    sig, data, text = read
+    cached = _cache.get((str(path), filename))
+    if cached is not None and cached[0] == sig:
+        return cached[1]  # type: ignore[no-any-return]  # built from these very bytes
+    config = build(_Reader(shown_path(path), filename, text), data)
+    with _lock:
+        _cache[(str(path), filename)] = (sig, config)
     return config
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.http import check_url, redact_url
-from nia_core.project.toml import read_toml
+from nia_core.project.config import project_tables
+from nia_core.project.toml import project_root_of, read_toml
 from nia_core.providers.http import RetryPolicy
 from nia_core.providers.lowering import ModelCapabilities, ProviderConfigError, parse_capabilities
 
@@ -155,7 +156,8 @@ def _optional_int(table: Mapping[str, Any], key: str, prefix: str, default: floa
 
 def providers_table(project_toml: Path) -> dict[str, dict[str, Any]]:
     """The ``[providers]`` table of a project file: provider name -> its settings table."""
-    providers = read_toml(project_toml).get("providers", {})
+    root = project_root_of(project_toml)  # a project's file: the one cached read of project/config.py
+    providers = (project_tables(root) if root is not None else read_toml(project_toml)).get("providers", {})
     if not isinstance(providers, dict):
         raise ProviderConfigError(f"{project_toml}: [providers] must be a table")
     for name, table in providers.items():
