@@ -10,6 +10,12 @@ import traceback
 from collections.abc import Callable
 
 
+def raised_at(exc: BaseException) -> tuple[str, int] | None:
+    """``(file, line)`` an exception was raised at: its last frame outside Python's frozen import machinery."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
+    return (frames[-1].filename, frames[-1].lineno or 0) if frames else None
+
+
 def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str], str] = str) -> str:
     """``Type: message`` on one line, for a report naming what failed; the one way nia words an exception.
 
@@ -27,8 +33,8 @@ def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str
         text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
     if not where:
         return text
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    return text + (f" ({show_path(frames[-1].filename)}:{frames[-1].lineno})" if frames else "")
+    at = raised_at(exc)
+    return text + (f" ({show_path(at[0])}:{at[1]})" if at else "")
 
 
 class NiaError(Exception):

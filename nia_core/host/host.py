@@ -21,7 +21,7 @@ import pluggy
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
-from nia_core.errors import NiaError, RenderError, one_line
+from nia_core.errors import NiaError, RenderError, one_line, raised_at
 from nia_core.host.importing import import_deadline
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.process import is_user_interrupt
@@ -135,6 +135,7 @@ class PluginHost:
     def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
         """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken."""
         name = info.name
+        info.raised_at = None
         with self._lock:
             if self.pm.has_plugin(name):
                 self.unregister(name)
@@ -155,6 +156,7 @@ class PluginHost:
                 if self.pm.has_plugin(name):
                     self.pm.unregister(name=name)
                 info.error = f"nia_location_opened raised {one_line(exc)}"
+                info.raised_at = raised_at(exc)
                 return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None

@@ -21,6 +21,9 @@ class PluginInfo:
     disabled_by: str | None = None
     """The switch that turned it off (``NIA_DISABLE_PLUGINS``, ``-p no:NAME``, project config)."""
     error: str | None = None
+    raised_at: tuple[str, int] | None = field(default=None, repr=False)
+    """Where the exception behind ``error`` was raised (``file``, ``line``), when one was: data for tools
+    (``nia dev`` points at it); the text of ``error`` is for people."""
     hooks: list[str] = field(default_factory=list)
     source_keys: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -32,6 +35,7 @@ class PluginInfo:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["raised_at"]
         data["broken"] = self.broken
         return data
 

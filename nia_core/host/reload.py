@@ -543,8 +543,11 @@ class DevSession:
                 self._rollback(attempt, plan, _exception_error(name, exc, unit, self.location, bool(previous)))
                 return
             if registered.error is not None:
-                file, line, error = _raised_at(registered.error)
-                if file is None:
+                error, file, line = registered.error, None, None
+                if registered.raised_at is not None:  # the text ends with " (FILE:LINE)": shown once, in front
+                    file, line = registered.raised_at
+                    error = error.removesuffix(f" ({file}:{line})")
+                else:
                     file, line = _find_in_unit(unit, _registration_needle(error))
                 message = f"{_where(file, line, self.location)}{error}"
                 self._rollback(attempt, plan, ReloadError(name, message, file, line, bool(previous)))
@@ -698,7 +701,7 @@ def _defined_in(function: object, unit: Unit) -> bool:
 
 
 def _fresh_info(info: PluginInfo) -> PluginInfo:
-    return dataclasses.replace(info, enabled=True, error=None, hooks=[], source_keys=[], namespace=None)
+    return dataclasses.replace(info, enabled=True, error=None, raised_at=None, hooks=[], source_keys=[], namespace=None)
 
 
 def _within(filename: str, root: Path) -> bool:
@@ -740,14 +743,6 @@ def _exception_error(
             file, line = frame.filename, frame.lineno
         what = describe(exc)
     return ReloadError(name, f"{_where(file, line, location)}{prefix}{what}", file, line, kept)
-
-
-def _raised_at(error: str) -> tuple[str | None, int | None, str]:
-    """Split the host's ``... (FILE:LINE)`` suffix (where a replayed hook raised) off an error."""
-    match = re.search(r" \(([^()]+\.py):(\d+)\)$", error)
-    if match is None:
-        return None, None, error
-    return match.group(1), int(match.group(2)), error[: match.start()]
 
 
 def _registration_needle(error: str) -> str:

@@ -14,11 +14,13 @@ import functools
 import logging
 import re
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from nia_core.errors import UsageError
+from nia_core.errors import NiaError, UsageError
 from nia_core.model import Provider, split_model
 from nia_core.project.paths import shown_path
+from nia_core.project.toml import ConfigError
 from nia_core.providers import registry
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import ProviderConfigError
@@ -80,7 +82,7 @@ class ProviderLookup:
 def providers_at(location: Location, host: PluginHost | None = None) -> ProviderLookup:
     """The lookup for sessions at ``location``: project config, then plugins (when ``host`` is given)."""
     path = location.nia_dir / "project.toml"
-    tables = providers_table(path)
+    tables, unreadable = _settings(path)
     for name in tables:
         if name not in CONFIGURABLE:
             known = ", ".join(sorted(CONFIGURABLE))
@@ -93,6 +95,8 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
         name: functools.partial(cls.from_config, tables.get(name, {}), where=shown_path(path))
         for name, cls in CONFIGURABLE.items()
     }
+    if unreadable is not None:  # only the sessions that need the settings fail, when they are built
+        factories.update({name: functools.partial(_fail, unreadable) for name in CONFIGURABLE})
     found: list[tuple[str, str]] = []
     if host is not None:
         owners: dict[str, str] = {}
@@ -123,6 +127,33 @@ def check_plugin_providers(location: Location, host: PluginHost) -> None:
     except ProviderConfigError:
         if host.strict:
             raise  # otherwise a bad [providers] table is the session commands' to report, not a plugin's problem
+
+
+_last_good: dict[Path, dict[str, dict[str, Any]]] = {}
+
+
+def _settings(path: Path) -> tuple[dict[str, dict[str, Any]], NiaError | None]:
+    """The ``[providers]`` tables, or the last ones read in this process while the file does not load.
+
+    A project.toml broken mid-session is unavailable configuration, like any
+    other context: the settings last read stay in force (a long-lived ``nia
+    dev``, ``nia mcp`` or embedding runtime), and with none read yet only the
+    HTTP providers, which need them, fail; ``echo`` and plugins' providers work.
+    """
+    try:
+        tables = providers_table(path)
+    except (ConfigError, ProviderConfigError) as exc:
+        last = _last_good.get(path)
+        if last is not None:
+            log.warning("%s; the [providers] settings read before stay in force", exc)
+            return last, None
+        return {}, exc
+    _last_good[path] = tables
+    return tables, None
+
+
+def _fail(error: NiaError) -> Provider:
+    raise error
 
 
 def _same(provider: Provider) -> Provider:
