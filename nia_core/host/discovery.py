@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,6 +159,7 @@ def register_imported(
     registered), or implements a hook nia does not have. ``deadline=False`` is
     for nia's own built-ins and objects already imported.
     """
+    started = time.monotonic()
     try:
         plugin = import_plugin(load, host.import_timeout) if deadline else load()
     except ImportDeadline as exc:
@@ -174,6 +176,10 @@ def register_imported(
         return host.record(info)
     info.version = info.version or getattr(plugin, "__version__", None)
     registered = host.register(plugin, info, priority=priority)
+    if log.isEnabledFor(logging.DEBUG):
+        where = info.path or info.distribution or info.module or info.origin
+        elapsed = (time.monotonic() - started) * 1000
+        log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)
     if registered.error is None:
         unknown = _unknown_hooks(host, plugin)
         if unknown:
@@ -231,7 +237,9 @@ def load_entry_points(
     host: PluginHost, selection: Selection, records: Iterable[EntryPointRecord] | None = None
 ) -> None:
     """Load each entry point on its own: a plugin pack's entry points are separate plugins."""
+    started = time.monotonic()
     found = entry_point_records() if records is None else list(records)
+    log.debug("entry points: %d in group 'nia', found in %.1f ms", len(found), (time.monotonic() - started) * 1000)
     editable = {r.module.partition(".")[0] for r in found if editable_metadata(r.metadata)}
     if editable:  # under development: from source in every process, never a stale .pyc
         compile_from_source(editable)

@@ -337,6 +337,9 @@ def test_debug_logs_the_boundary_decision_store_transactions_and_http_attempts(p
     assert f"DEBUG nia.sessions: session {session}: boundary: initialized epoch 1" in log
     assert f"DEBUG nia.store: sqlite: promote the input (session {session}): committed in " in log
     assert f"DEBUG nia.http: POST {server.url}/v1/messages: HTTP 200 in " in log
+    assert "DEBUG nia.host: plugin 'nia-date' (built-in, nia_plugins.date): imported and registered in " in log
+    assert "DEBUG nia.host: entry points: " in log
+    assert "DEBUG nia.context: context source nia/instructions: observed in " in log
     assert API_KEY not in log
 
     (project / "AGENTS.md").write_text("Be thorough.\n")
