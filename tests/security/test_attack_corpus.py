@@ -214,7 +214,33 @@ def _project_toml_hard_link(w: Attack) -> None:
     os.link(w.outside / "evil.toml", w.root / ".nia" / "project.toml")
 
 
+def _git_ref_out(where: str) -> Callable[[Attack], None]:
+    """A ref file of the repository that is a link to an outside file git reads as a symbolic ref."""
+
+    def setup(w: Attack) -> None:
+        _git_init(w)
+        (w.outside / "ref").write_text(f"ref: refs/heads/{SECRET}\n")
+        (w.outside / "heads").mkdir()
+        (w.outside / "heads" / "master").write_text(f"ref: refs/heads/{SECRET}\n")
+        git = w.root / ".git"
+        branch = (git / "HEAD").read_text().split("/")[-1].strip()
+        if where == "loose":
+            _relink(git / "refs" / "heads" / branch, str(w.outside / "ref"))
+        elif where == "packed":
+            _relink(git / "packed-refs", str(w.outside / "ref"))
+        else:
+            os.rename(w.outside / "heads" / "master", w.outside / "heads" / branch)
+            (git / "refs" / "heads" / branch).unlink()
+            os.rmdir(git / "refs" / "heads")
+            (git / "refs" / "heads").symlink_to(w.outside / "heads", target_is_directory=True)
+
+    return setup
+
+
 LEAKS: dict[str, Callable[[Attack], None]] = {
+    "git-loose-ref-link-out": _git_ref_out("loose"),
+    "git-packed-refs-link-out": _git_ref_out("packed"),
+    "git-refs-folder-link-out": _git_ref_out("folder"),
     "agents-absolute-link": lambda w: _agents_link(w, str(w.secret)),
     "agents-relative-link": _relative_agents,
     "agents-proc-self-root": _proc_root,
@@ -638,14 +664,30 @@ PRINTING: dict[str, tuple[str, str]] = {
 def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack) -> None:
     for name, (top, load) in PRINTING.items():
         world.plugin(f"noisy_{name}", _plugin(f"noisy/{name}", top, load))
-    runs = {" ".join(args): args for args in (["context", "show", "--json"], ["plugins", "list", "--json"])}
+    session = world.nia("session", "new").stdout.strip()
+    hook = json.dumps(
+        {"hook_event_name": "SessionStart", "source": "startup", "session_id": "n", "cwd": str(world.root)}
+    )
+    runs = {
+        " ".join(args): args
+        for args in (
+            ["context", "show", "--json"],
+            ["plugins", "list", "--json"],
+            ["workflows", "list", "--json"],
+            ["session", "send", "--json", session, "hi"],
+            ["hook", "codex"],
+        )
+    }
 
     def attack(_name: str, args: list[str]) -> None:
-        result = world.nia(*args)
+        result = world.nia(*args, stdin=hook.encode())
         clean(result)
         json.loads(result.stdout)
 
     each(runs, attack)
+    shown = world.nia("session", "show", "--json", session)
+    clean(shown)
+    json.loads(shown.stdout)
 
 
 def test_a_plugin_thread_that_never_ends_does_not_keep_nia_running(world: Attack) -> None:
@@ -668,24 +710,27 @@ def test_a_plugin_thread_that_never_ends_does_not_hold_a_hook(world: Attack) -> 
         assert "EVIL v" in json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.4) gives plugin imports a deadline")
 def test_a_plugin_import_blocked_on_stdin_does_not_freeze_nia(world: Attack) -> None:
     world.plugin("waits", "import sys\nsys.stdin.read()\n")
+    held, kept = os.pipe()  # stdin held open, as a terminal or an agent's pipe would be
     process = subprocess.Popen(
         [*NIA, "-p", "no:nia-date", "context", "show"],
-        stdin=subprocess.PIPE,  # held open, as a terminal or an agent's pipe would be
+        stdin=held,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=world.root,
         env=world.env,
     )
+    os.close(held)
     try:
-        out, err = process.communicate(timeout=15)
+        out, err = process.communicate(timeout=LIMIT)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
         pytest.fail("a plugin import reading stdin froze nia context show")
-    assert b"Environment:" in out and b"waits" in err and b"Traceback" not in err
+    finally:
+        os.close(kept)
+    assert b"Environment:" in out and b"waits" in err and b"Traceback" not in err, err
 
 
 # -- credentials: redirects to another origin, userinfo, keys in messages -------------------------------
