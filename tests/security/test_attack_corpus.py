@@ -214,7 +214,33 @@ def _project_toml_hard_link(w: Attack) -> None:
     os.link(w.outside / "evil.toml", w.root / ".nia" / "project.toml")
 
 
+def _git_ref_out(where: str) -> Callable[[Attack], None]:
+    """A ref file of the repository that is a link to an outside file git reads as a symbolic ref."""
+
+    def setup(w: Attack) -> None:
+        _git_init(w)
+        (w.outside / "ref").write_text(f"ref: refs/heads/{SECRET}\n")
+        (w.outside / "heads").mkdir()
+        (w.outside / "heads" / "master").write_text(f"ref: refs/heads/{SECRET}\n")
+        git = w.root / ".git"
+        branch = (git / "HEAD").read_text().split("/")[-1].strip()
+        if where == "loose":
+            _relink(git / "refs" / "heads" / branch, str(w.outside / "ref"))
+        elif where == "packed":
+            _relink(git / "packed-refs", str(w.outside / "ref"))
+        else:
+            os.rename(w.outside / "heads" / "master", w.outside / "heads" / branch)
+            (git / "refs" / "heads" / branch).unlink()
+            os.rmdir(git / "refs" / "heads")
+            (git / "refs" / "heads").symlink_to(w.outside / "heads", target_is_directory=True)
+
+    return setup
+
+
 LEAKS: dict[str, Callable[[Attack], None]] = {
+    "git-loose-ref-link-out": _git_ref_out("loose"),
+    "git-packed-refs-link-out": _git_ref_out("packed"),
+    "git-refs-folder-link-out": _git_ref_out("folder"),
     "agents-absolute-link": lambda w: _agents_link(w, str(w.secret)),
     "agents-relative-link": _relative_agents,
     "agents-proc-self-root": _proc_root,
