@@ -97,6 +97,8 @@ class PluginHost:
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._warned: set[str] = set()
+        self._opened: list[tuple[Location, LocationContext]] = []
+        """Every Location opened, for the replay of the historic ``nia_location_opened`` to newcomers."""
         self.config_error: str | None = None
         """Set when ``.nia/project.toml`` did not parse as the host loaded: ``[plugins] disabled`` was not applied."""
 
@@ -132,21 +134,21 @@ class PluginHost:
             if wrapper is not None:
                 info.error = wrapper
                 return self.record(info)
-            try:
-                with PLUGIN_CODE:  # replays nia_location_opened: plugin code
-                    self.pm.register(plugin, name=name)
+            try:  # runs no plugin code: nia replays nia_location_opened itself, below
+                self.pm.register(plugin, name=name)
             except pluggy.PluginValidationError as exc:
                 info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
                 return self.record(info)
-            except BaseException as exc:
-                if is_user_interrupt(exc):
-                    raise
-                # pluggy leaves the plugin half-registered in that case: take it out again.
-                if self.pm.has_plugin(name):
+            for location, view in list(self._opened):  # nia_location_opened is historic: replay it for newcomers
+                _, problems = self.call_each(
+                    "nia_location_opened", {"location": location, "context": view}, plugin=name, skip_broken=False
+                )
+                if problems:
                     self.pm.unregister(name=name)
-                info.error = f"nia_location_opened raised {one_line(exc)}"
-                info.raised_at = raised_at(exc)
-                return self.record(info)
+                    error = problems[0].error
+                    info.error = f"nia_location_opened raised {one_line(error) if error else problems[0].problem}"
+                    info.raised_at = raised_at(error) if error is not None else None
+                    return self.record(info)
             info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
             info.error = None
             scope = self.registry.scope(name)
@@ -160,33 +162,7 @@ class PluginHost:
             )
             self._scopes[name] = scope
             self.plugins[name] = info
-            self._guard_location_opened(name)
         return info
-
-    def _guard_location_opened(self, name: str) -> None:
-        """Make the plugin's ``nia_location_opened`` fail alone.
-
-        pluggy stops a historic call at the first implementation that raises,
-        so one plugin could break ``open`` for all. The guarded version reports
-        the plugin (``strict`` raises), unregisters it, and lets the others run.
-        """
-        for impl in self.pm.hook.nia_location_opened.get_hookimpls():
-            if impl.plugin_name != name or getattr(impl.function, "_nia_guarded", False):
-                continue
-            function = impl.function
-
-            def guarded(*args: Any, _function: Any = function) -> None:
-                try:
-                    with PLUGIN_CODE:
-                        _function(*args)
-                except BaseException as exc:
-                    if is_user_interrupt(exc):
-                        raise
-                    self.unregister(name)
-                    self._mark_broken(name, f"nia_location_opened raised {one_line(exc, where=False)}")
-
-            guarded._nia_guarded = True  # type: ignore[attr-defined]
-            impl.function = guarded  # type: ignore[misc]  # pluggy types it Final; it is a plain attribute
 
     def unregister(self, name: str) -> None:
         """Unregister from pluggy and close the plugin's scope (its sources leave)."""
@@ -205,8 +181,18 @@ class PluginHost:
     # -- Locations and context --------------------------------------------------------
 
     def open(self, location: Location) -> LocationContext:
+        """Open ``location`` and tell every plugin (``nia_location_opened``); one that raises fails alone.
+
+        It is unregistered and marked broken (``strict`` raises) and the others
+        still run; plugins registered later are told too, as they register.
+        """
         view = self.registry.open(location)
-        self.pm.hook.nia_location_opened.call_historic(kwargs={"location": location, "context": view})
+        with self._lock:
+            self._opened.append((location, view))
+        _, problems = self.call_each("nia_location_opened", {"location": location, "context": view}, skip_broken=False)
+        for problem in problems:
+            self.unregister(problem.plugin)
+            self._mark_broken(problem.plugin, problem.message)
         return view
 
     def assemble(self, view: LocationContext) -> Assembly:
@@ -364,13 +350,13 @@ class PluginHost:
 
     def _producer(self, name: str) -> Any:
         def produce(location: Location) -> Any:
-            impls = [i for i in self.pm.hook.nia_context_sources.get_hookimpls() if i.plugin_name == name]
-            arguments = {"location": location}
+            answers, problems = self.call_each(
+                "nia_context_sources", {"location": location}, location=location, plugin=name, skip_broken=False
+            )
+            if problems and problems[0].error is not None:
+                raise problems[0].error  # the registry records it against this plugin's sources
             sources: list[Any] = []
-            for impl in impls:
-                if "config" in impl.argnames:
-                    arguments["config"] = self.plugin_config(name, location)  # type: ignore[assignment]
-                result = impl.function(**{arg: arguments[arg] for arg in impl.argnames})
+            for _, result in answers:
                 if result is None:
                     continue
                 if not isinstance(result, list | tuple):
@@ -388,6 +374,7 @@ class PluginHost:
         location: Location | None = None,
         skip_broken: bool = True,
         every: bool = False,
+        plugin: str | None = None,
     ) -> tuple[list[tuple[str, Any]], list[HookProblem]]:
         """Call every implementation of ``hook`` on its own.
 
@@ -395,35 +382,39 @@ class PluginHost:
         arguments it names (``config``: its ``[plugins.NAME]`` table at
         ``location``); one that raises becomes a :class:`HookProblem` and the
         others still run. Implementations are called in registration order (the
-        first registered wins a clash); a ``firstresult`` hook goes in pluggy's
-        call order and stops at the first answer that is not ``None``. Returns
+        first registered wins a clash); a ``firstresult`` or historic hook goes in
+        pluggy's call order and stops at the first answer that is not ``None``. Returns
         ``(plugin, result)`` of each that answered, and the problems; the
         caller decides what a problem means (broken plugin, strict error).
         Plugins already broken are skipped unless ``skip_broken`` is false;
-        ``every`` asks a ``firstresult`` hook's every implementation (a check).
+        ``every`` asks a ``firstresult`` hook's every implementation (a check);
+        ``plugin`` calls only that plugin's implementation.
         """
         caller = getattr(self.pm.hook, hook)
         first_result = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
+        historic = bool(caller.spec is not None and caller.spec.opts.get("historic"))
         impls = caller.get_hookimpls()
         answers: list[tuple[str, Any]] = []
         problems: list[HookProblem] = []
-        for impl in reversed(impls) if first_result else impls:
-            plugin = impl.plugin_name
-            info = self.plugins.get(plugin)
+        for impl in reversed(impls) if first_result or historic else impls:
+            name = impl.plugin_name
+            if plugin is not None and name != plugin:
+                continue
+            info = self.plugins.get(name)
             if skip_broken and info is not None and info.error:
                 continue
             given = dict(arguments)
             if "config" in impl.argnames and location is not None:
-                given["config"] = self.plugin_config(plugin, location)
+                given["config"] = self.plugin_config(name, location)
             try:
                 with PLUGIN_CODE:  # its prints go to stderr
                     result = impl.function(**{arg: given[arg] for arg in impl.argnames})
             except BaseException as exc:
                 if is_user_interrupt(exc):
                     raise
-                problems.append(HookProblem(plugin, hook, f"raised {one_line(exc, where=False)}"))
+                problems.append(HookProblem(name, hook, f"raised {one_line(exc, where=False)}", exc))
                 continue
-            answers.append((plugin, result))
+            answers.append((name, result))
             if first_result and result is not None and not every:
                 break
         return answers, problems

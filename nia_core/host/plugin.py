@@ -48,6 +48,8 @@ class HookProblem:
     hook: str
     problem: str
     """What it did, without the plugin's name: ``raised RuntimeError: boom``."""
+    error: BaseException | None = field(default=None, compare=False, repr=False)
+    """The exception it raised, when it raised: for callers that report where (reload) or pass it on (producers)."""
 
     @property
     def message(self) -> str:

@@ -71,8 +71,6 @@ from nia_core.host.localimport import (
 )
 from nia_core.host.plugin import PluginInfo
 from nia_core.host.watch import ignored
-from nia_core.process import is_user_interrupt
-from nia_core.stdio import PLUGIN_CODE
 
 UnitKind = Literal["local", "package"]
 
@@ -653,20 +651,10 @@ class DevSession:
 
     def _call_hook(self, name: str) -> BaseException | None:
         """Call the plugin's hook again to learn where it raises (the registry keeps only the message)."""
-        for impl in self._hookimpls(name):
-            arguments: dict[str, Any] = {"location": self.location}
-            if "config" in impl.argnames:
-                arguments["config"] = self.host.plugin_config(name, self.location)
-            try:
-                with PLUGIN_CODE:
-                    impl.function(**{arg: arguments[arg] for arg in impl.argnames if arg in arguments})
-            except Exception as exc:  # noqa: BLE001 - this is what we are looking for
-                return exc
-            except BaseException as exc:
-                if is_user_interrupt(exc):
-                    raise
-                return exc
-        return None
+        _, problems = self.host.call_each(
+            "nia_context_sources", {"location": self.location}, location=self.location, plugin=name, skip_broken=False
+        )
+        return next((problem.error for problem in problems if problem.error is not None), None)
 
     def _hook_definition(self, name: str) -> tuple[str | None, int | None]:
         for impl in self._hookimpls(name):
