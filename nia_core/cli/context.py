@@ -43,7 +43,7 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
         sources = [
             {
                 "key": obs.key,
-                "plugin": _plugin_name(assembly.contributors.get(obs.key, "")),
+                "plugin": assembly.owners.get(obs.key) or assembly.contributors.get(obs.key) or None,
                 "status": obs.status,
                 "reason": obs.reason or None,
                 "size": sizes.get(obs.key, 0),
@@ -67,9 +67,3 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
             "Warning: a session would be blocked on: " + ", ".join(unavailable) + " (shown without them)",
             err=True,
         )
-
-
-def _plugin_name(contributor: str) -> str | None:
-    if contributor.startswith("plugin '") and contributor.endswith("'"):
-        return contributor[len("plugin '") : -1]
-    return contributor or None

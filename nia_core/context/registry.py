@@ -43,6 +43,8 @@ class Contribution:
     """Whether it may use the reserved ``nia/`` namespace (built-ins only)."""
     priority: int = 100
     """Lower sorts first; ties sort by contribution key."""
+    owner: str | None = None
+    """Who answers for it, as data (the plugin host passes the plugin's name); ``contributor`` is its text."""
 
     @property
     def order(self) -> tuple[int, str]:
@@ -75,7 +77,9 @@ class Assembly:
     context: SystemContext
     problems: tuple[Problem, ...] = ()
     contributors: dict[str, str] = field(default_factory=dict)
-    """Source key → contributor."""
+    """Source key → contributor (text, for messages)."""
+    owners: dict[str, str] = field(default_factory=dict)
+    """Source key → the owner of its contribution, for the keys of contributions that name one."""
 
 
 class ContributionError(NiaError):
@@ -106,10 +110,11 @@ class Scope:
         namespace: str | None = None,
         reserved: bool = False,
         priority: int = 100,
+        owner: str | None = None,
     ) -> Contribution:
         if self.closed:
             raise NiaError(f"scope {self.name!r} is closed")
-        contribution = Contribution(key, producer, contributor or self.name, self, namespace, reserved, priority)
+        contribution = Contribution(key, producer, contributor or self.name, self, namespace, reserved, priority, owner)
         self.registry._add(contribution)
         return contribution
 
@@ -289,6 +294,7 @@ class LocationContext:
             SystemContext(sources),
             tuple(problems),
             {key: c.contributor for key, c in owners.items()},
+            {key: c.owner for key, c in owners.items() if c.owner is not None},
         )
 
 

@@ -30,9 +30,8 @@ def check(host: PluginHost, location: Location) -> Assembly:
         assembly = host.assemble(view)
         observations = observe(assembly.context.sources, host.timeout)
         host.report_observations(assembly, observations)
-        owners = {f"plugin {name!r}": info for name, info in host.plugins.items()}
         for source, obs in zip(assembly.context.sources, observations, strict=True):
-            info = owners.get(assembly.contributors.get(source.key, ""))
+            info = host.plugins.get(assembly.owners.get(source.key, ""))
             if info is None or not obs.available or info.error:
                 continue
             problem = _encode_problem(source, obs.value) or _render_problem(source.baseline, obs.value)

@@ -156,6 +156,7 @@ class PluginHost:
                 name,
                 self._producer(name),
                 contributor=f"plugin {name!r}",
+                owner=name,
                 namespace=info.namespace,
                 reserved=info.origin == "built-in",
                 priority=priority if priority is not None else (0 if info.origin == "built-in" else 100),
@@ -211,13 +212,13 @@ class PluginHost:
             held = _placeholder(CONFIG_PLACEHOLDER)  # a first baseline waits for the file to be fixed
             return Assembly(SystemContext((held,), withheld=("",)), contributors={CONFIG_PLACEHOLDER: "nia"})
         assembly = view.assemble()
-        by_contributor: dict[str, list[str]] = {}
-        for key, contributor in assembly.contributors.items():
-            by_contributor.setdefault(contributor, []).append(key)
+        by_owner: dict[str, list[str]] = {}
+        for key, owner in assembly.owners.items():
+            by_owner.setdefault(owner, []).append(key)
         with self._lock:
             for name, info in self.plugins.items():
                 if info.enabled and self.pm.has_plugin(name):
-                    info.source_keys = sorted(by_contributor.get(f"plugin {name!r}", []))
+                    info.source_keys = sorted(by_owner.get(name, []))
                     info.error = None
             for problem in assembly.problems:
                 name = problem.contribution
@@ -228,19 +229,22 @@ class PluginHost:
             raise PluginError("; ".join(str(p) for p in assembly.problems))
         sources = list(assembly.context.sources)
         contributors = dict(assembly.contributors)
+        owners = dict(assembly.owners)
         for problem in assembly.problems:
             if problem.kind == "timeout":  # may work next time: a first baseline waits for it
                 key = self._placeholder_key(problem.contribution)
                 if key not in contributors:
                     sources.append(_placeholder(key))
                     contributors[key] = problem.contributor
+                    if problem.contribution in self.plugins:
+                        owners[key] = problem.contribution
         context = SystemContext(
             sources,
             on_render_error=self._render_failed(assembly),
             on_unavailable=self._unavailable(assembly),
             withheld=self._withheld(assembly),
         )
-        return dataclasses.replace(assembly, context=context, contributors=contributors)
+        return dataclasses.replace(assembly, context=context, contributors=contributors, owners=owners)
 
     def _placeholder_key(self, name: str) -> str:
         """A key standing for the sources a plugin could not list in time (``acme/acme``)."""
@@ -286,12 +290,16 @@ class PluginHost:
         self._warned.add(message)
         log.warning("%s; the context stays as it was until the file is fixed", message)
 
+    def _plugin_of(self, assembly: Assembly, key: str) -> str | None:
+        """The plugin whose contribution produced source ``key``, if a plugin did."""
+        name = assembly.owners.get(key)
+        return name if name in self.plugins else None
+
     def _render_failed(self, assembly: Assembly) -> Callable[[RenderError], None]:
         """A renderer of a plugin's source failed: the engine sets the source aside; name the plugin."""
-        names = {f"plugin {name!r}": name for name in self.plugins}
 
         def handle(error: RenderError) -> None:
-            name = names.get(assembly.contributors.get(error.key, ""))
+            name = self._plugin_of(assembly, error.key)
             message = f"plugin {name!r}: {error}" if name else str(error)
             if name is not None:
                 with self._lock:
@@ -304,10 +312,9 @@ class PluginHost:
 
     def _unavailable(self, assembly: Assembly) -> Callable[[Observation], None]:
         """A loader raised, timed out or returned too much: one warning naming the plugin (``strict`` raises)."""
-        names = {f"plugin {name!r}": name for name in self.plugins}
 
         def handle(obs: Observation) -> None:
-            name = names.get(assembly.contributors.get(obs.key, ""))
+            name = self._plugin_of(assembly, obs.key)
             error = f"context source {obs.key!r}: {obs.reason}"
             if name is None:
                 log.warning("%s; counted unavailable", error)
@@ -328,11 +335,10 @@ class PluginHost:
         says nothing: each failure was reported once as it was observed or
         rendered.
         """
-        names = {f"plugin {name!r}": name for name in self.plugins}
         messages = []
         with self._lock:
             for obs in observations:
-                name = names.get(assembly.contributors.get(obs.key, ""))
+                name = self._plugin_of(assembly, obs.key)
                 if obs.status not in ("timeout", "error") or name is None:
                     continue
                 error = f"context source {obs.key!r}: {obs.reason}"

@@ -71,6 +71,7 @@ from nia_core.host.localimport import (
 )
 from nia_core.host.plugin import PluginInfo
 from nia_core.host.watch import ignored
+from nia_core.project.toml import ConfigError
 
 UnitKind = Literal["local", "package"]
 
@@ -292,8 +293,8 @@ class DevSession:
         return dataclasses.replace(assembly, context=context)
 
     def _owner(self, assembly: Assembly, key: str) -> str | None:
-        contributor = assembly.contributors.get(key, "")
-        return next((name for name in self.host.plugins if contributor == f"plugin {name!r}"), None)
+        name = assembly.owners.get(key)
+        return name if name in self.host.plugins else None
 
     # -- what to watch --------------------------------------------------------------------
 
@@ -383,7 +384,7 @@ class DevSession:
         plan.detected.append(self.config_path)
         selection, error = self._read_selection()
         if selection is None:
-            file, line = _config_where(str(error), self.config_path)
+            file, line = str(self.config_path), error.line if isinstance(error, ConfigError) else None
             self.host.already_reported(str(error))
             plan.errors.append(ReloadError(None, str(error), file, line, kept_previous=True))
         else:
@@ -759,8 +760,3 @@ def _find_in_unit(unit: Unit, needle: str) -> tuple[str | None, int | None]:
             if needle in text:
                 return str(path), number
     return None, None
-
-
-def _config_where(message: str, path: Path) -> tuple[str | None, int | None]:
-    match = re.search(r":(\d+)(?::\d+)?:", message)
-    return str(path), int(match.group(1)) if match else None

@@ -73,12 +73,6 @@ class ContextView:
         return uris, listed
 
 
-def plugin_of(contributor: str) -> str | None:
-    if contributor.startswith("plugin '") and contributor.endswith("'"):
-        return contributor[len("plugin '") : -1]
-    return contributor or None
-
-
 def build_view(
     assembly: Assembly, observations: Sequence[Observation], previous: ContextView | None = None
 ) -> ContextView:
@@ -92,7 +86,7 @@ def build_view(
     states: dict[str, SourceState] = {}
     for source in assembly.context.sources:
         key = source.key
-        plugin = plugin_of(assembly.contributors.get(key, ""))
+        plugin = assembly.owners.get(key) or assembly.contributors.get(key) or None
         obs = by_key.get(key)
         if obs is None:
             states[key] = SourceState(key, plugin, "unavailable", "not observed yet", description=source.description)

@@ -155,7 +155,7 @@ class _Reader:
     def fail(self, where: KeyPath, problem: str) -> NoReturn:
         line = self.lines.line_of(where)
         location = f"{self.display}:{line}" if line else self.display
-        raise ConfigError(f"{location}: {where} {problem}")
+        raise ConfigError(f"{location}: {where} {problem}", file=self.display, line=line or None, key=str(where))
 
     def table(self, value: object, where: KeyPath, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -45,7 +45,19 @@ _TOKENS = re.compile(
 
 
 class ConfigError(UsageError):
-    """A configuration file that cannot be used; the message names file, line and key."""
+    """A configuration file that cannot be used; the message names file, line and key.
+
+    The same facts travel as fields, for callers that point at the place
+    (``nia dev`` reports the line) rather than print the text.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, key: str | None = None):
+        super().__init__(message)
+        self.file = file
+        """The file as the message names it."""
+        self.line = line
+        self.key = key
+        """The key path at fault (``[plugins].disabled``), when one is."""
 
 
 def project_root_of(path: Path) -> Path | None:
@@ -121,7 +133,9 @@ def check_nesting(text: str, display: str, limit: int = MAX_NESTING) -> None:
                 line = text.count("\n", 0, match.start()) + 1
                 raise ConfigError(
                     f"{display}:{line}: arrays or inline tables nested more than {limit} levels deep; "
-                    "nia refuses such a file"
+                    "nia refuses such a file",
+                    file=display,
+                    line=line,
                 )
         elif char in "]}":
             depth = max(0, depth - 1)
@@ -143,7 +157,8 @@ def parse_toml(data: bytes, display: str) -> dict[str, Any]:
         match = re.search(r"\(at line (\d+), column (\d+)\)", message)
         where = f"{display}:{match.group(1)}:{match.group(2)}" if match else display
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", message) or "invalid TOML"
-        raise ConfigError(f"{where}: TOML syntax error: {reason}") from None
+        line = int(match.group(1)) if match else None  # tomllib gives no lineno attribute before Python 3.14
+        raise ConfigError(f"{where}: TOML syntax error: {reason}", file=display, line=line) from None
 
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_NESTING", "ConfigError", "check_nesting", "parse_toml", "read_toml"]
