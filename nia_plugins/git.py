@@ -603,6 +603,33 @@ def _ref_file(repo: Repository, ref: str) -> str | None:
     return os.path.join(base, *ref.split("/"))
 
 
+def ref_leaves_repository(repo: Repository) -> bool:
+    """Whether HEAD's chain of refs, or ``packed-refs``, is a link out of the git directory.
+
+    git follows a loose ref that is a symlink, and reads a file of the form
+    ``ref: NAME`` there as a symbolic ref: a cloned repository (or an archive)
+    could make the branch name nia reports come from a file outside it.
+    """
+    bases = (repo.gitdir, repo.commondir)
+
+    def outside(path: str) -> bool:
+        return os.path.lexists(path) and not any(_within(path, base) for base in bases)
+
+    if outside(os.path.join(repo.commondir, "packed-refs")):
+        return True
+    path: str | None = os.path.join(repo.gitdir, "HEAD")
+    for _hop in range(6):  # git itself gives up on longer chains of symbolic refs
+        if path is None:
+            return False
+        if outside(path):
+            return True
+        text = (_read_small(path) or "").strip()
+        if not text.startswith("ref:"):
+            return False
+        path = _ref_file(repo, text[4:].strip())
+    return False
+
+
 class Observer:
     """The loader of one ``nia/git`` source: runs git only when something git keeps moved."""
 
@@ -695,6 +722,8 @@ class Observer:
         refused = untrusted(repo, self.root)
         if refused is not None:
             raise GitFailed(refused)
+        if ref_leaves_repository(repo):
+            raise GitFailed("a ref of this repository is a symlink to a file outside it, which nia does not follow")
         git = git_executable(repo.worktree)
         if git is None:
             raise GitFailed("no `git` executable was found on PATH")

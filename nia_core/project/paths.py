@@ -61,16 +61,20 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     """How a message names a file: relative to the working directory, on one line.
 
     ``.nia/project.toml`` in the project root, ``../.nia/project.toml`` one
-    folder below it; absolute when the relative form would climb more than two
-    folders (or the working directory is gone), where it would read worse.
+    folder below it. A file reached only by climbing more than two folders, or
+    by climbing and then going down more than three (somewhere else on the
+    machine, not the project you are in), is named by its absolute path, which
+    reads better there; so is any file when the working directory is gone.
     """
     absolute = os.path.abspath(path)
     try:
         relative = os.path.relpath(absolute)
     except (OSError, ValueError):  # no working directory any more, or another drive
-        relative = absolute
-    if relative.split(os.sep)[:3] == [os.pardir] * 3:
-        relative = absolute
+        return escape_name(absolute)
+    parts = relative.split(os.sep)
+    ups = len(parts) - len([p for p in parts if p != os.pardir])
+    if ups > 2 or (ups and len(parts) - ups > 3):
+        return escape_name(absolute)
     return escape_name(relative)
 
 

@@ -29,3 +29,34 @@ def test_nothing_close_gets_no_suggestion():
 
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == "Error: No such command 'zzzzzz'."
+
+
+def test_shell_completion_offers_commands_and_the_projects_workflow_targets(tmp_path, monkeypatch):
+    """docs/cli.md's completion line works: click's completion sees lazily loaded built-ins and workflows."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / ".nia").mkdir()
+    (tmp_path / ".nia" / "commands.toml").write_text(
+        '[[workflows]]\ntarget = "issue"\n[[workflows.operations]]\nname = "draft"\n'
+    )
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "_NIA_COMPLETE": "bash_complete", "COMP_WORDS": words, "COMP_CWORD": "1"}
+        if words.count(" ") > 1:
+            env["COMP_CWORD"] = str(words.count(" "))
+        done = subprocess.run(
+            [sys.executable, "-c", "from nia_core.cli import main; main()"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return [line.partition(",")[2] for line in done.stdout.splitlines()]
+
+    assert complete("nia is") == ["issue"]
+    assert complete("nia con") == ["context"]
+    assert complete("nia issue ") == ["draft"]
+    assert "prune" in complete("nia session ")

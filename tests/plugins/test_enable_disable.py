@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from nia_core.project.paths import shown_path
+
 from .conftest import run
 
 COMMENTED = """\
@@ -38,7 +40,7 @@ def test_disable_adds_one_line_and_keeps_comments_and_layout(project):
 
     result = run("plugins", "disable", "nia-date", "--location", str(project))
 
-    assert result.exit_code == 0 and result.stdout == f"Disabled nia-date in {config}\n"
+    assert result.exit_code == 0 and result.stdout == f"Disabled nia-date in {shown_path(config)}\n"
     assert changed_lines(COMMENTED, config.read_text()) == ([], ['    "nia-date",\n'])
     assert config.read_text() == COMMENTED.replace("  # too chatty\n", '  # too chatty\n    "nia-date",\n')
     assert disabled(project) == ["nia-date", "nia-environment"]
@@ -51,7 +53,7 @@ def test_enable_removes_only_that_entry(project):
 
     result = run("plugins", "enable", "nia-environment", "--location", str(project))
 
-    assert result.exit_code == 0 and result.stdout == f"Enabled nia-environment in {config}\n"
+    assert result.exit_code == 0 and result.stdout == f"Enabled nia-environment in {shown_path(config)}\n"
     assert changed_lines(COMMENTED, config.read_text()) == (['    "nia-environment",  # too chatty\n'], [])
     assert disabled(project) == []
 
@@ -95,11 +97,11 @@ def test_repeating_is_harmless(project):
     text = config.read_text()
 
     again = run("plugins", "disable", "nia-date", "--location", str(project))
-    assert again.exit_code == 0 and again.stdout == f"nia-date is already disabled in {config}\n"
+    assert again.exit_code == 0 and again.stdout == f"nia-date is already disabled in {shown_path(config)}\n"
     assert config.read_text() == text
     assert run("plugins", "enable", "nia-date", "--location", str(project)).exit_code == 0
     twice = run("plugins", "enable", "nia-date", "--location", str(project))
-    assert twice.exit_code == 0 and twice.stdout == f"nia-date is not disabled in {config}\n"
+    assert twice.exit_code == 0 and twice.stdout == f"nia-date is not disabled in {shown_path(config)}\n"
 
 
 def test_an_unknown_plugin_is_a_usage_error(project):

@@ -305,3 +305,15 @@ def test_key_path_text():
     )
     assert str(root.table("commit").key("types").item(2)) == "[commit].types[2]"
     assert str(root.key("version")) == "version"
+
+
+def test_elsewhere_on_the_machine_a_file_is_named_by_its_absolute_path(tmp_path, monkeypatch):
+    from nia_core.project.paths import shown_path
+
+    here = tmp_path / "work" / "project"
+    here.mkdir(parents=True)
+    monkeypatch.chdir(here)
+    elsewhere = tmp_path / "other" / "x" / "y" / "project" / ".nia" / "project.toml"
+    assert shown_path(elsewhere) == str(elsewhere)  # one folder up, then five down: not "your" project
+    assert shown_path(tmp_path / "work" / "notes" / "a.md") == "../notes/a.md"
+    assert shown_path(here / "docs" / "a\nb.md") == "docs/a\\x0ab.md"

@@ -8,6 +8,7 @@ import pytest
 
 from nia_core import hookimpl
 from nia_core.errors import UsageError
+from nia_core.project.paths import shown_path
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.base import StreamCallback
 from nia_core.providers.echo import EchoProvider
@@ -132,7 +133,7 @@ def test_bad_provider_config_names_the_file_and_key(nia_project, toml, message):
         lookup = providers_at(nia_project.location)
         lookup.check("openai-chat/gpt-4.1")
         lookup.check("anthropic-messages/claude-sonnet-4-5")
-    assert str(path) in str(caught.value)
+    assert shown_path(path) in str(caught.value)
     assert message in str(caught.value)
 
 

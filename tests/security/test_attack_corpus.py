@@ -214,7 +214,33 @@ def _project_toml_hard_link(w: Attack) -> None:
     os.link(w.outside / "evil.toml", w.root / ".nia" / "project.toml")
 
 
+def _git_ref_out(where: str) -> Callable[[Attack], None]:
+    """A ref file of the repository that is a link to an outside file git reads as a symbolic ref."""
+
+    def setup(w: Attack) -> None:
+        _git_init(w)
+        (w.outside / "ref").write_text(f"ref: refs/heads/{SECRET}\n")
+        (w.outside / "heads").mkdir()
+        (w.outside / "heads" / "master").write_text(f"ref: refs/heads/{SECRET}\n")
+        git = w.root / ".git"
+        branch = (git / "HEAD").read_text().split("/")[-1].strip()
+        if where == "loose":
+            _relink(git / "refs" / "heads" / branch, str(w.outside / "ref"))
+        elif where == "packed":
+            _relink(git / "packed-refs", str(w.outside / "ref"))
+        else:
+            os.rename(w.outside / "heads" / "master", w.outside / "heads" / branch)
+            (git / "refs" / "heads" / branch).unlink()
+            os.rmdir(git / "refs" / "heads")
+            (git / "refs" / "heads").symlink_to(w.outside / "heads", target_is_directory=True)
+
+    return setup
+
+
 LEAKS: dict[str, Callable[[Attack], None]] = {
+    "git-loose-ref-link-out": _git_ref_out("loose"),
+    "git-packed-refs-link-out": _git_ref_out("packed"),
+    "git-refs-folder-link-out": _git_ref_out("folder"),
     "agents-absolute-link": lambda w: _agents_link(w, str(w.secret)),
     "agents-relative-link": _relative_agents,
     "agents-proc-self-root": _proc_root,
@@ -336,6 +362,8 @@ def test_no_hang_on_special_or_endless_files(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         w = Attack(tmp_path / name)
         w.keep = setup(w)  # type: ignore[attr-defined]
+        if name.startswith("git"):
+            w.toml("[plugins.nia-git]\ntimeout = 1\n")  # its documented budget; a hang would still fail the case
         shown = w.nia("context", "show")
         clean(shown)
         assert "Environment:" in shown.stdout or shown.returncode == 2, shown.stderr
@@ -638,14 +666,30 @@ PRINTING: dict[str, tuple[str, str]] = {
 def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack) -> None:
     for name, (top, load) in PRINTING.items():
         world.plugin(f"noisy_{name}", _plugin(f"noisy/{name}", top, load))
-    runs = {" ".join(args): args for args in (["context", "show", "--json"], ["plugins", "list", "--json"])}
+    session = world.nia("session", "new").stdout.strip()
+    hook = json.dumps(
+        {"hook_event_name": "SessionStart", "source": "startup", "session_id": "n", "cwd": str(world.root)}
+    )
+    runs = {
+        " ".join(args): args
+        for args in (
+            ["context", "show", "--json"],
+            ["plugins", "list", "--json"],
+            ["workflows", "list", "--json"],
+            ["session", "send", "--json", session, "hi"],
+            ["hook", "codex"],
+        )
+    }
 
     def attack(_name: str, args: list[str]) -> None:
-        result = world.nia(*args)
+        result = world.nia(*args, stdin=hook.encode())
         clean(result)
         json.loads(result.stdout)
 
     each(runs, attack)
+    shown = world.nia("session", "show", "--json", session)
+    clean(shown)
+    json.loads(shown.stdout)
 
 
 def test_a_plugin_thread_that_never_ends_does_not_keep_nia_running(world: Attack) -> None:
@@ -668,24 +712,27 @@ def test_a_plugin_thread_that_never_ends_does_not_hold_a_hook(world: Attack) -> 
         assert "EVIL v" in json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
-@pytest.mark.xfail(strict=True, reason="PENDING: harden-plugins (#11.4) gives plugin imports a deadline")
 def test_a_plugin_import_blocked_on_stdin_does_not_freeze_nia(world: Attack) -> None:
     world.plugin("waits", "import sys\nsys.stdin.read()\n")
+    held, kept = os.pipe()  # stdin held open, as a terminal or an agent's pipe would be
     process = subprocess.Popen(
         [*NIA, "-p", "no:nia-date", "context", "show"],
-        stdin=subprocess.PIPE,  # held open, as a terminal or an agent's pipe would be
+        stdin=held,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=world.root,
-        env=world.env,
+        env={**world.env, "NIA_IMPORT_TIMEOUT": "2"},
     )
+    os.close(held)
     try:
-        out, err = process.communicate(timeout=15)
+        out, err = process.communicate(timeout=LIMIT)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
         pytest.fail("a plugin import reading stdin froze nia context show")
-    assert b"Environment:" in out and b"waits" in err and b"Traceback" not in err
+    finally:
+        os.close(kept)
+    assert b"Environment:" in out and b"waits" in err and b"Traceback" not in err, err
 
 
 # -- credentials: redirects to another origin, userinfo, keys in messages -------------------------------
@@ -750,7 +797,6 @@ SHAPES = ["absolute-302", "scheme-relative-301", "userinfo-trick-307", "localhos
 @pytest.mark.parametrize("json_mode", [False, True], ids=["streamed", "json"])
 def test_a_redirect_never_carries_the_key_to_another_origin(world: Attack, provider: str, json_mode: bool) -> None:
     other = Recorder(_ok)
-    shapes = iter(SHAPES)
     current: list[str] = []
 
     def answer(handler: BaseHTTPRequestHandler) -> None:
@@ -770,7 +816,7 @@ def test_a_redirect_never_carries_the_key_to_another_origin(world: Attack, provi
     try:
         env = {base_variable: first.url + prefix, key_variable: KEY, "NIA_MODEL": model}
         session = world.nia("session", "new", env=env).stdout.strip()
-        for number, shape in enumerate(shapes):
+        for number, shape in enumerate(shape for n, shape in enumerate(SHAPES) if n % 2 == json_mode):
             current.append(shape)
             text = [] if number else ["hello there"]  # later sends retry the kept input
             result = world.nia("session", "send", *(["--json"] if json_mode else []), session, *text, env=env)
@@ -778,7 +824,7 @@ def test_a_redirect_never_carries_the_key_to_another_origin(world: Attack, provi
             assert result.returncode != 0, shape
             assert "redirect" in result.stderr, (shape, result.stderr)
             assert not other.seen, f"{shape}: the other origin received a request: {other.seen}"
-        assert len(first.seen) == len(SHAPES) and all(KEY in json.dumps(seen) for seen in first.seen)
+        assert len(first.seen) == len(SHAPES) // 2 and all(KEY in json.dumps(seen) for seen in first.seen)
         pending = world.nia("session", "show", session, env=env)
         assert "hello there" in pending.stdout, "the input is kept for the next send"
     finally:
@@ -803,10 +849,8 @@ def test_credentials_in_urls_and_keys_are_never_printed(world: Attack, provider:
     def attack(name: str, env: dict[str, str]) -> None:
         env = {**env, "NIA_MODEL": model}
         debug = ["--debug"] if list(cases).index(name) % 2 else []
-        made = world.nia(*debug, "session", "new", env=env)
-        assert KEY not in made.stdout + made.stderr
-        sid = made.stdout.strip().splitlines()[-1] if made.returncode == 0 and made.stdout.strip() else "x"
-        sent = world.nia(*debug, "session", "send", sid, "hi", env=env)
+        session = world.nia("session", "new", "--model", model).stdout.strip()  # the key and URL come at send
+        sent = world.nia(*debug, "session", "send", session, "hi", env=env)
         assert KEY not in sent.stdout + sent.stderr, sent.stderr
         if not debug:
             assert "Traceback" not in sent.stderr, sent.stderr
