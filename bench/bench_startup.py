@@ -1,4 +1,4 @@
-"""``nia --help`` start-up with 0, 20 and 200 extra installed distributions, cached and not.
+"""``nia --help`` and ``nia context show`` start-up with 0, 20 and 200 extra installed distributions.
 
 Run: ``python bench/bench_startup.py [--runs 9]``. Builds a temporary venv with nia
 (from a copy of this checkout) and its dependencies, then adds tiny fake
@@ -6,6 +6,9 @@ distributions to it (one in ten is a nia plugin, the rest declare a console
 script, as ordinary packages do). Prints one table, in milliseconds:
 
 - ``python -c 'import click'``: the floor for any click command line;
+- ``nia context show``: the whole process in a project holding an ``AGENTS.md`` (scan cache warm);
+- ``x click``: the cached ``--help`` and ``context show`` medians over the ``import click`` median
+  (goals, issue #15: 1.6x and 2x);
 - ``nia --help, no cache`` / ``cached``: the whole ``nia --help`` process, with
   ``NIA_NO_CACHE=1`` and with the entry-point scan cache warm (median / best of the runs);
 - ``import importlib_metadata`` and ``entry_points()``: what an uncached scan costs a fresh
@@ -83,6 +86,14 @@ def make_venv(work: Path) -> tuple[Path, Path]:
     sh(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
     sh(sys.executable, "-m", "pip", "--python", python, "install", "-q", source)
+    # Bytecode up front, whatever PYTHONDONTWRITEBYTECODE says: the figures are start-up, not compiling.
+    sh(
+        python,
+        "-m",
+        "compileall",
+        "-q",
+        sh(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip(),
+    )
     site = Path(sh(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
     return python, site
 
@@ -135,6 +146,7 @@ def measure(python: Path, work: Path, runs: int) -> dict[str, tuple[float, float
     os.utime(scripts, (PAST, PAST))
     project = work / "project"
     (project / ".nia").mkdir(parents=True, exist_ok=True)
+    (project / "AGENTS.md").write_text("# Agents\n\nRun the tests before committing.\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NIA_", "PYTHON"))}
     env["NIA_CACHE_DIR"] = str(work / "cache")
     env["NIA_BENCH_PYTHON"] = str(python)
@@ -143,6 +155,7 @@ def measure(python: Path, work: Path, runs: int) -> dict[str, tuple[float, float
         "click": process_ms([python, "-c", "import click"], env, project, runs),
         "help_uncached": process_ms([python, entry, "--help"], uncached, project, runs),
         "help_cached": process_ms([python, entry, "--help"], env, project, runs),
+        "context_show": process_ms([python, entry, "context", "show"], env, project, runs),
     }
     if not any((work / "cache").glob("entry-points-*.json")):
         sys.exit("the entry-point cache was never written: the cached figures would be wrong")
@@ -170,11 +183,12 @@ def main() -> None:
             added = count
             print(f"measuring with {count} extra distributions ...", file=sys.stderr)
             rows.append((count, measure(python, work, args.runs)))
-    print(f"nia --help start-up in ms: processes median / best of {args.runs}; scans median, timed in-process")
+    print(f"nia start-up in ms: processes median / best of {args.runs}; scans median, timed in-process")
     print(f"(the venv holds nia and {base - 1} dependencies besides the extra distributions)")
     print()
     header = (
         "| extra dists | nia plugins | python -c 'import click' | nia --help, no cache | nia --help, cached "
+        "| nia context show | --help x click | context show x click "
         "| import importlib_metadata | entry_points() | cached scan |"
     )
     print(header)
@@ -183,7 +197,9 @@ def main() -> None:
         cells = [
             f"{count}",
             f"{m['scan_cached'][1]:.0f}",
-            *(f"{m[k][0]:.0f} / {m[k][1]:.0f}" for k in ("click", "help_uncached", "help_cached")),
+            *(f"{m[k][0]:.0f} / {m[k][1]:.0f}" for k in ("click", "help_uncached", "help_cached", "context_show")),
+            f"{m['help_cached'][0] / m['click'][0]:.2f}x",
+            f"{m['context_show'][0] / m['click'][0]:.2f}x",
             f"{m['scan'][0]:.1f}",
             f"{m['scan'][1]:.1f}",
             f"{m['scan_cached'][0]:.2f}",

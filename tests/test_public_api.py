@@ -32,8 +32,15 @@ def loaded_by(statement: str) -> list[str]:
     return json.loads(done.stdout)
 
 
-def test_importing_nia_core_loads_the_engine_only():
+def test_importing_nia_core_loads_nothing_until_a_name_is_used():
+    """PEP 562: ``nia --help`` and other commands that use no engine name do not pay for the engine."""
     modules = loaded_by("import nia_core")
+    assert [m for m in modules if m.startswith("nia_core.")] == []
+    assert "pluggy" not in modules and "dataclasses" not in modules
+
+
+def test_importing_nia_core_loads_the_engine_only():
+    modules = loaded_by("import nia_core; nia_core.ContextSource; nia_core.Message; nia_core.hookimpl")
     heavy = [
         m
         for m in modules
@@ -49,6 +56,9 @@ def test_importing_nia_core_loads_the_engine_only():
 def test_every_exported_name_resolves(module):
     imported = importlib.import_module(module)
     assert imported.__all__ and all(hasattr(imported, name) for name in imported.__all__)
+    assert set(imported.__all__) <= set(dir(imported))
+    with pytest.raises(AttributeError, match="no attribute 'not_exported'"):
+        imported.not_exported  # noqa: B018 - the lookup is the test
 
 
 def test_a_provider_needs_nothing_but_nia_core():

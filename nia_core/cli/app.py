@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 from nia_core.cli.logs import configure_logging
-from nia_core.context import Location, LocationContext
-from nia_core.project import locate
 
-if TYPE_CHECKING:  # built on first use: `nia --help` must not import the session layer
+if TYPE_CHECKING:  # imported on first use: `nia --help` loads no session layer, `nia --version` no engine
+    from nia_core.context import Location, LocationContext
     from nia_core.host import PluginHost
     from nia_core.runtime import Runtime
 
@@ -54,6 +53,8 @@ class App:
         return self._runtime
 
     def locate(self, directory: str | Path | None = None) -> Location:
+        from nia_core.project.location import locate
+
         return locate(directory)
 
     def host(self, location: Location) -> PluginHost:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.context import ReplacementBlocked, ReplacementReady, Unchanged, Updated
 from nia_core.context.system import Reconciliation
 
@@ -23,19 +24,8 @@ MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
 
 @click.command()
-@click.option(
-    "--location",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="The working directory to assemble for (default: the current one).",
-)
-@click.option(
-    "--plugins-dir",
-    "plugins_dirs",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="Also load (and watch) local plugins from this folder (repeatable).",
-)
+@location_option("The working directory to assemble for (default: the current one).")
+@WATCHED_PLUGINS_DIR
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per line, for editor integrations.")
 @click.option(
     "--poll",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from nia_core import __version__
+from nia_core.about import __version__
 from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
 from nia_core.cli.logs import configure_logging

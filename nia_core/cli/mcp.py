@@ -11,25 +11,15 @@ from pathlib import Path
 import click
 
 from nia_core.cli.app import App
+from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.errors import UsageError
 
 MISSING_SDK = "nia mcp needs the MCP SDK: pip install 'nia-context[mcp]'"
 
 
 @click.group(invoke_without_command=True)
-@click.option(
-    "--location",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="The working directory to serve the context of (default: the current one).",
-)
-@click.option(
-    "--plugins-dir",
-    "plugins_dirs",
-    multiple=True,
-    type=click.Path(file_okay=False),
-    help="Also load (and watch) local plugins from this folder (repeatable).",
-)
+@location_option("The working directory to serve the context of (default: the current one).")
+@WATCHED_PLUGINS_DIR
 @click.option(
     "--http",
     "http",

@@ -14,6 +14,7 @@ import click
 
 from nia_core.about import DISTRIBUTION
 from nia_core.cli.app import App
+from nia_core.cli.options import location_option
 from nia_core.context import Location
 from nia_core.errors import NiaError, UsageError
 from nia_core.host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
@@ -21,12 +22,7 @@ from nia_core.host.discovery import ENTRY_POINT_GROUP
 from nia_core.plugin_template import PluginNames, render
 from nia_core.project.paths import shown_path
 
-LOCATION_OPTION = click.option(
-    "--location",
-    type=click.Path(exists=True, file_okay=False),
-    default=None,
-    help="A folder inside the project (default: the current one).",
-)
+LOCATION_OPTION = location_option()
 
 
 def _status(info: PluginInfo) -> str:

@@ -28,7 +28,7 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, R
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from nia_core import __version__
+from nia_core.about import __version__
 from nia_core.errors import NiaError
 from nia_core.mcp.cursors import Changes, Cursors
 from nia_core.mcp.live import Change, LiveContext

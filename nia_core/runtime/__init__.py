@@ -6,24 +6,47 @@ This module is public: an embedder imports what it needs from here (the
 store it passes in, workflows), not from the internal packages below.
 """
 
-from nia_core.project import Workflow, assemble_workflow, locate
-from nia_core.runtime.attached import attach, attached_id
-from nia_core.runtime.reports import BoundaryReport, Outcome, TurnReport
-from nia_core.runtime.runtime import Runtime, Where
-from nia_core.sessions import Store, StoreError, open_store
+from __future__ import annotations
 
-__all__ = [
-    "BoundaryReport",
-    "Outcome",
-    "Runtime",
-    "Store",
-    "StoreError",
-    "TurnReport",
-    "Where",
-    "Workflow",
-    "assemble_workflow",
-    "attach",
-    "attached_id",
-    "locate",
-    "open_store",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # at run time __getattr__ imports on demand: a plugin host alone needs no store code
+    from nia_core.project import Workflow as Workflow
+    from nia_core.project import assemble_workflow as assemble_workflow
+    from nia_core.project import locate as locate
+    from nia_core.runtime.attached import attach as attach
+    from nia_core.runtime.attached import attached_id as attached_id
+    from nia_core.runtime.reports import BoundaryReport as BoundaryReport
+    from nia_core.runtime.reports import Outcome as Outcome
+    from nia_core.runtime.reports import TurnReport as TurnReport
+    from nia_core.runtime.runtime import Runtime as Runtime
+    from nia_core.runtime.runtime import Where as Where
+    from nia_core.sessions import Store as Store
+    from nia_core.sessions import StoreError as StoreError
+    from nia_core.sessions import open_store as open_store
+
+_EXPORTS: dict[str, str] = {
+    name: module
+    for module, names in {
+        "nia_core.project": ("Workflow", "assemble_workflow", "locate"),
+        "nia_core.runtime.attached": ("attach", "attached_id"),
+        "nia_core.runtime.reports": ("BoundaryReport", "Outcome", "TurnReport"),
+        "nia_core.runtime.runtime": ("Runtime", "Where"),
+        "nia_core.sessions": ("Store", "StoreError", "open_store"),
+    }.items()
+    for name in names
+}
+"""Exported name -> the module defining it (``__all__`` derives from it)."""
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name on first use (PEP 562) and keep it."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nia_core.runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

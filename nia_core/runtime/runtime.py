@@ -20,25 +20,13 @@ from nia_core.host import PluginHost, load_host
 from nia_core.model import DEFAULT_MODEL, StreamCallback, split_model
 from nia_core.project import Workflow, locate
 from nia_core.providers.base import canonical_model
-from nia_core.runtime.attached import attach
-from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
-from nia_core.sessions import (
-    Admitted,
-    ContextFor,
-    Message,
-    Replied,
-    SessionRecord,
-    Store,
-    Summarizer,
-    default_summary,
-    move,
-    pass_boundary,
-    run_turn,
-    start_over,
-)
 
 if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
     from nia_core.providers.lookup import ProviderLookup
+
+    # ... and a plugin host alone (``nia --help`` listing plugin commands) needs no store or sessions code
+    from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
+    from nia_core.sessions import ContextFor, Message, SessionRecord, Store, Summarizer
 
 Where = Location | str | os.PathLike[str] | None
 """A Location, or a directory inside one (``None``: the current directory)."""
@@ -131,6 +119,8 @@ class Runtime:
     def summarizer(self, where: Where = None) -> Summarizer:
         """The first ``nia_summarize`` answer of the plugins at ``where``, else the default summary."""
 
+        from nia_core.sessions import default_summary
+
         def summarize(messages: Sequence[Message]) -> str:
             # A plugin whose nia_summarize raises is marked broken with a warning naming it; the next one,
             # else the default summary, answers.
@@ -157,10 +147,14 @@ class Runtime:
 
         See :func:`nia_core.runtime.attached.attach`.
         """
+        from nia_core.runtime.attached import attach
+
         return attach(store, host, host_session_id, str(self.locate(where).path), model=model)
 
     def move(self, store: Store, session_id: str, where: Where) -> SessionRecord:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
+        from nia_core.sessions import move
+
         return move(store, session_id, str(self.locate(where).path))
 
     def boundary(
@@ -180,6 +174,9 @@ class Runtime:
         keys of sources the conversation gets some other way (an agent that
         loads ``AGENTS.md`` itself); they are neither observed nor rendered.
         """
+        from nia_core.runtime.reports import BoundaryReport, Watch
+        from nia_core.sessions import Admitted, pass_boundary
+
         watch = Watch()
         result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out))
         if isinstance(result, Admitted):
@@ -202,6 +199,9 @@ class Runtime:
         unavailable the result is ``Blocked``, the old epoch ends, and the
         next :meth:`boundary` initializes. ``leave_out`` as for :meth:`boundary`.
         """
+        from nia_core.runtime.reports import BoundaryReport, Watch
+        from nia_core.sessions import start_over
+
         watch = Watch()
         result = start_over(store, session_id, self._watched(watch, workflow, leave_out), reason=reason)
         self._finish(watch, store, session_id)
@@ -229,6 +229,9 @@ class Runtime:
         if providers is None:
             providers = self.providers(record.location)
         providers.check(record.model)
+        from nia_core.runtime.reports import TurnReport, Watch
+        from nia_core.sessions import Replied, run_turn
+
         watch = Watch()
         result = run_turn(store, session_id, self._watched(watch, workflow), providers, text=text, stream=stream)
         if isinstance(result, Replied):

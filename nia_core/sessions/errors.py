@@ -27,6 +27,14 @@ class StoreError(NiaError):
         return error
 
 
+def not_utf8(action: str, exc: UnicodeEncodeError, session_id: str | None) -> StoreError:
+    """A value with a lone surrogate (an undecodable argument byte) that neither database can store."""
+    return StoreError(
+        f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); nothing was changed",
+        session_id,
+    )
+
+
 class UnknownSession(StoreError):
     """No session has this id (or id prefix)."""
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nia_core.about import DISTRIBUTION
-from nia_core.sessions.errors import DatabaseFull, DatabaseLocked, StoreError, UnsupportedDatabase
+from nia_core.sessions.errors import DatabaseFull, DatabaseLocked, StoreError, UnsupportedDatabase, not_utf8
 
 if TYPE_CHECKING:
     import psycopg
@@ -154,11 +154,7 @@ class Transactions:
             except psycopg.Error as exc:
                 raise self._translate(exc, session_id, action) from None
             except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
-                raise StoreError(
-                    f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
-                    "nothing was changed",
-                    session_id,
-                ) from None
+                raise not_utf8(action, exc, session_id) from None
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, 0.5)
 

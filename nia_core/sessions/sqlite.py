@@ -34,6 +34,7 @@ from nia_core.sessions.errors import (
     RevisionConflict,
     StoreError,
     UnknownSession,
+    not_utf8,
 )
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
@@ -221,11 +222,7 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise self._translate(exc, session_id, action) from exc
         except UnicodeEncodeError as exc:  # a lone surrogate (an undecodable argument byte) in a value
-            raise StoreError(
-                f"cannot {action}: a value is not valid UTF-8 text ({exc.reason} at offset {exc.start}); "
-                "nothing was changed",
-                session_id,
-            ) from None
+            raise not_utf8(action, exc, session_id) from None
 
     def _translate(self, exc: sqlite3.Error, session_id: str | None, action: str) -> StoreError:
         name = getattr(exc, "sqlite_errorname", "") or ""
