@@ -640,10 +640,8 @@ class DevSession:
         if file is None:
             file, line = self._hook_definition(name)
         message = problem.message
-        if name != problem.contribution:
-            message = message.replace(
-                f"already contributed by plugin {name!r}", f"also contributed by {problem.contributor}"
-            )
+        if name != problem.contribution and problem.kind == "duplicate-key":  # told from the reloaded side
+            message = f"source key {problem.key!r} is also contributed by {problem.contributor}"
         return ReloadError(name, f"{_where(file, line, self.location)}{message}", file, line, kept)
 
     def _hookimpls(self, name: str) -> list[Any]:

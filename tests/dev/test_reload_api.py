@@ -251,3 +251,20 @@ def test_a_plugin_contributing_through_nia_location_opened_reloads_and_unloads(p
     result = session.reload([path])
     assert result is not None and result.unloaded == ("api_local",)
     assert isinstance(result.outcome, Updated) and result.outcome.text == "not here any more"
+
+
+def test_a_reload_that_takes_another_plugins_key_is_refused_from_either_side(project):
+    first, second = plugins(project) / "api_a.py", plugins(project) / "api_b.py"
+    write(first, plugin_source({"api/x": "1"}))
+    write(second, plugin_source({"api/y": "2"}))
+    session = open_session(project)
+
+    write(first, plugin_source({"api/y": "3"}))  # api_a composes first: the clash is recorded against api_b
+    [error] = session.reload([first]).errors
+    assert (error.plugin, error.kept_previous) == ("api_a", True)
+    assert error.message.endswith("source key 'api/y' is also contributed by plugin 'api_b'")
+
+    write(second, plugin_source({"api/x": "4", "api/y": "2"}))  # now the reloaded plugin composes second
+    [error] = session.reload([second]).errors
+    assert error.plugin == "api_b"
+    assert error.message.endswith("source key 'api/x' is already contributed by plugin 'api_a'")
