@@ -22,8 +22,9 @@ or HTTP code.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nia_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # what mypy and editors see; at run time __getattr__ imports on demand
     from nia_core.about import __version__ as __version__
@@ -68,9 +69,9 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time __getattr__ imports 
     from nia_core.model import Usage as Usage
     from nia_core.model import split_model as split_model
 
-_EXPORTS: dict[str, str] = {
-    name: module
-    for module, names in {
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
         "nia_core.about": ("__version__",),
         "nia_core.context": (
             "DEFAULT_TIMEOUT",
@@ -120,23 +121,5 @@ _EXPORTS: dict[str, str] = {
             "Usage",
             "split_model",
         ),
-    }.items()
-    for name in names
-}
-"""Exported name -> the module defining it: the one list of the API (``__all__`` derives from it)."""
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import an exported name on first use and keep it, so later look-ups are plain attribute reads."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nia_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    },
+)

@@ -8,8 +8,9 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nia_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a project needs no workflow code
     from nia_core.project.location import locate as locate
@@ -17,21 +18,11 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a proje
     from nia_core.project.workflow import Workflow as Workflow
     from nia_core.project.workflow import assemble_workflow as assemble_workflow
 
-_EXPORTS = {
-    "locate": "nia_core.project.location",
-    "read_toml": "nia_core.project.toml",
-    "Workflow": "nia_core.project.workflow",
-    "assemble_workflow": "nia_core.project.workflow",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import an exported name on first use (PEP 562) and keep it."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nia_core.project' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nia_core.project.location": ("locate",),
+        "nia_core.project.toml": ("read_toml",),
+        "nia_core.project.workflow": ("Workflow", "assemble_workflow"),
+    },
+)

@@ -8,8 +8,9 @@ store it passes in, workflows), not from the internal packages below.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from nia_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # at run time __getattr__ imports on demand: a plugin host alone needs no store code
     from nia_core.project import Workflow as Workflow
@@ -26,27 +27,13 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: a plugin host al
     from nia_core.sessions import StoreError as StoreError
     from nia_core.sessions import open_store as open_store
 
-_EXPORTS: dict[str, str] = {
-    name: module
-    for module, names in {
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
         "nia_core.project": ("Workflow", "assemble_workflow", "locate"),
         "nia_core.runtime.attached": ("attach", "attached_id"),
         "nia_core.runtime.reports": ("BoundaryReport", "Outcome", "TurnReport"),
         "nia_core.runtime.runtime": ("Runtime", "Where"),
         "nia_core.sessions": ("Store", "StoreError", "open_store"),
-    }.items()
-    for name in names
-}
-"""Exported name -> the module defining it (``__all__`` derives from it)."""
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    """Import an exported name on first use (PEP 562) and keep it."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'nia_core.runtime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    },
+)
