@@ -1,5 +1,9 @@
 """Reconcile cost at 10, 100 and 1,000 file-backed sources, against naive re-rendering.
 
+"nia unchanged" uses ``StatCache.loader`` (a loader nia knows to be fast: an
+unchanged file is answered inline, no thread); "opaque loader" is the same
+cache behind a plain lambda, which nia must run on a worker under its timeout.
+
 Run: ``python bench/bench_reconcile.py``. Prints one table (median of repeats, ms).
 The floor is what any correct implementation must pay: ``stat`` each file to see
 whether it changed; "read all" is what a host that re-reads every file pays.
@@ -30,11 +34,12 @@ def make_files(folder: Path, count: int) -> list[Path]:
     return paths
 
 
-def file_source(cache: StatCache, path: Path) -> ContextSource:
+def file_source(cache: StatCache, path: Path, *, opaque: bool = False) -> ContextSource:
+    """A file-backed source: ``cache.loader`` (known fast), or an opaque lambda over the same cache."""
     name = path.stem
     return ContextSource(
         key=f"bench/{name}",
-        load=lambda: cache.read_text(path),
+        load=(lambda: cache.read_text(path)) if opaque else cache.loader(path),
         baseline=lambda text: f"## {name}\n{text}",
         update=lambda _old, text: f"## {name} (updated)\n{text}",
         removal=lambda _old: f"{name} was removed",
@@ -62,6 +67,8 @@ def measure(folder: Path, count: int, repeats: int) -> dict[str, float]:
     cache = StatCache()
     ctx = SystemContext([file_source(cache, p) for p in paths])
     snapshot = initialize(ctx).snapshot
+    opaque_ctx = SystemContext([file_source(cache, p, opaque=True) for p in paths])
+    opaque_snapshot = initialize(opaque_ctx).snapshot
     state = {"snapshot": snapshot, "prompt": "\n\n".join(f"## {p.stem}\n{p.read_text()}" for p in paths)}
     counter = [0]
 
@@ -81,6 +88,9 @@ def measure(folder: Path, count: int, repeats: int) -> dict[str, float]:
     def nia_unchanged() -> None:
         reconcile(ctx, snapshot)
 
+    def nia_opaque() -> None:
+        reconcile(opaque_ctx, opaque_snapshot)
+
     def nia_changed() -> None:
         touch_one_percent(paths, counter)
         result = reconcile(ctx, state["snapshot"])  # type: ignore[arg-type]
@@ -95,6 +105,7 @@ def measure(folder: Path, count: int, repeats: int) -> dict[str, float]:
         "read all": median_ms(read_all, repeats),
         "naive re-render": median_ms(naive, repeats),
         "nia unchanged": median_ms(nia_unchanged, repeats),
+        "opaque loader": median_ms(nia_opaque, repeats),
         "nia 1% changed": median_ms(nia_changed, repeats) - median_ms(touch_only, repeats),
     }
 
@@ -113,7 +124,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--counts", type=int, nargs="+", default=[10, 100, 1000])
     args = parser.parse_args(argv)
     rows = run(args.counts, args.repeats)
-    columns = ["sources", "stat all", "read all", "naive re-render", "nia unchanged", "nia 1% changed"]
+    columns = [
+        "sources",
+        "stat all",
+        "read all",
+        "naive re-render",
+        "nia unchanged",
+        "opaque loader",
+        "nia 1% changed",
+    ]
     print(f"reconcile cost, median of {args.repeats} (ms); python {sys.version.split()[0]}, {os.cpu_count()} cores")
     print(" | ".join(f"{c:>15}" for c in columns) + " | nia/stat")
     for row in rows:

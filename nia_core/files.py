@@ -30,8 +30,10 @@ import os
 import stat
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 Signature = tuple[int, int, int, int, int]
 
@@ -304,6 +306,18 @@ class StatCache:
             self._texts[slot] = (content.sig, text)
         return text
 
+    def loader(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        root: str | os.PathLike[str] | None = None,
+        limit: int | None = None,
+        derive: Callable[[Content], Any] | None = None,
+        on_error: Callable[[OSError], Any] | None = None,
+    ) -> CachedFile:
+        """A loader for ``path`` the engine knows to be fast while the file is unchanged (:class:`CachedFile`)."""
+        return CachedFile(self, os.fspath(path), None if root is None else os.fspath(root), limit, derive, on_error)
+
     def forget(self, path: str | os.PathLike[str] | None = None) -> None:
         with self._lock:
             if path is None:
@@ -314,6 +328,94 @@ class StatCache:
             for table in (self._entries, self._texts):
                 for slot in [slot for slot in table if slot[0] == key]:
                     del table[slot]
+
+
+class _Miss:
+    """The type of :data:`MISS`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISS"
+
+
+MISS = _Miss()
+"""What :meth:`CachedFile.peek` says when only a real read can answer."""
+
+
+def _text(content: Content) -> str:
+    return content.data.decode("utf-8", errors="replace")
+
+
+class CachedFile:
+    """A loader over one file of a :class:`StatCache`: calling it reads (checked, cached) and derives a value.
+
+    Made by :meth:`StatCache.loader`. It exists so the engine can *know* a
+    loader is fast: :meth:`peek` is one ``stat`` and two identity checks, runs
+    no plugin code and reads nothing, so the engine runs it inline on the
+    caller's thread; only a miss (changed, new, gone or refused file) calls the
+    loader, on a worker under its timeout. ``derive`` turns the checked
+    :class:`Content` into the value (UTF-8 text by default); it runs only when
+    the content object changed, so an unchanged file hands back the very same
+    value. ``on_error`` turns an ``OSError`` (a :class:`Refused` included) into
+    a value (``UNAVAILABLE``, say); without it the error is raised.
+    """
+
+    __slots__ = ("_cache", "_derive", "_last", "_on_error", "_slot", "limit", "path", "root")
+
+    def __init__(
+        self,
+        cache: StatCache,
+        path: str,
+        root: str | None,
+        limit: int | None,
+        derive: Callable[[Content], Any] | None,
+        on_error: Callable[[OSError], Any] | None,
+    ) -> None:
+        self._cache = cache
+        self.path, self.root, self.limit = path, root, limit
+        self._slot = (path, root, limit)
+        self._derive = derive or _text
+        self._on_error = on_error
+        self._last: tuple[Content, Any] | None = None
+
+    def __call__(self) -> Any:
+        try:
+            content = self._cache.read(self.path, root=self.root, limit=self.limit)
+        except OSError as exc:
+            if self._on_error is None:
+                raise
+            return self._on_error(exc)
+        last = self._last
+        if last is not None and last[0] is content:
+            return last[1]
+        value = self._derive(content)
+        self._last = (content, value)
+        return value
+
+    def peek(self) -> Any:
+        """The last value if one ``stat`` shows the file unchanged since it was read and checked, else :data:`MISS`.
+
+        Never reads, never raises, never runs ``derive``: what it hands back
+        was derived from the content the cache holds for this file now, and the
+        cache only holds content that passed :func:`read_checked`.
+        """
+        last = self._last
+        if last is None:
+            return MISS
+        cached = self._cache._entries.get(self._slot)
+        if cached is None or cached[1] is not last[0]:
+            return MISS
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return MISS
+        if (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev) != cached[0]:
+            return MISS
+        return last[1]
+
+    def __repr__(self) -> str:
+        return f"CachedFile({self.path!r})"
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)

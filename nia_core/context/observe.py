@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
-from nia_core.context.concurrent import call_all
+from nia_core.context.concurrent import Outcome, call_all
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
+from nia_core.files import MISS
 
 log = logging.getLogger("nia.context")
 
@@ -38,29 +40,59 @@ class Observation(NamedTuple):
 
 
 def observe(sources: Sequence[ContextSource], default_timeout: float = LOADER_TIMEOUT) -> list[Observation]:
-    """Call every source's loader once; observations come back in composition order."""
-    timeouts = [default_timeout if s.timeout is None else s.timeout for s in sources]
-    outcomes = call_all([s.load for s in sources], timeouts, [s.asynchronous for s in sources])
+    """Call every source's loader once; observations come back in composition order.
+
+    A loader nia knows to be fast (a :class:`~nia_core.files.CachedFile`, whose
+    ``peek`` is one ``stat`` and an identity check) answers inline when its file
+    is unchanged; every other loader, and every miss, runs on a worker under its
+    timeout. When every loader answered inline, no thread is started.
+    """
     observations: list[Observation] = []
-    append, make = observations.append, tuple.__new__
-    for source, timeout, (status, value, error, seconds) in zip(sources, timeouts, outcomes, strict=True):
-        key = source.key
-        if status == "ok" and value is not UNAVAILABLE:
-            append(make(Observation, (key, value, "ok", "", seconds)))
-        elif status == "timeout":
-            log.debug("context source %s: loader took longer than %gs", key, timeout)
-            append(Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout))
-        elif status == "error":
-            text = " ".join(str(error).split())
-            reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
-            log.debug("context source %s: %s", key, reason)
-            append(Observation(key, UNAVAILABLE, "error", reason, seconds))
-        else:
-            append(Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds))
+    append, make, clock = observations.append, tuple.__new__, time.perf_counter
+    pending: list[int] = []
+    last = clock()
+    for index, source in enumerate(sources):
+        peek = source.peek
+        if peek is not None:
+            value = peek()
+            if value is not MISS:
+                now = clock()
+                if value is UNAVAILABLE:
+                    append(Observation(source.key, UNAVAILABLE, "unavailable", "loader said unavailable", now - last))
+                else:
+                    append(make(Observation, (source.key, value, "ok", "", now - last)))
+                last = now
+                continue
+        pending.append(index)
+        append(_PENDING)  # type: ignore[arg-type]
+    if pending:
+        waiting = [sources[i] for i in pending]
+        timeouts = [default_timeout if s.timeout is None else s.timeout for s in waiting]
+        outcomes = call_all([s.load for s in waiting], timeouts, [s.asynchronous for s in waiting])
+        for index, source, timeout, outcome in zip(pending, waiting, timeouts, outcomes, strict=True):
+            observations[index] = _observation(source.key, timeout, outcome)
     if log.isEnabledFor(logging.DEBUG):  # checked once: the loop above is the boundary's hot path
         for obs in observations:
             log.debug("context source %s: observed in %.2f ms (%s)", obs.key, obs.seconds * 1000, obs.status)
     return observations
+
+
+_PENDING = object()
+
+
+def _observation(key: str, timeout: float, outcome: Outcome) -> Observation:
+    status, value, error, seconds = outcome
+    if status == "ok" and value is not UNAVAILABLE:
+        return Observation(key, value, "ok", "", seconds)
+    if status == "timeout":
+        log.debug("context source %s: loader took longer than %gs", key, timeout)
+        return Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout)
+    if status == "error":
+        text = " ".join(str(error).split())
+        reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
+        log.debug("context source %s: %s", key, reason)
+        return Observation(key, UNAVAILABLE, "error", reason, seconds)
+    return Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds)
 
 
 MAX_SOURCE_BYTES_ENV = "NIA_MAX_SOURCE_BYTES"

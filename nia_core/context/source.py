@@ -10,6 +10,7 @@ from typing import Any, Final
 from nia_core.context.codec import JSON, Codec
 from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
+from nia_core.files import CachedFile
 
 
 class Unavailable(enum.Enum):
@@ -58,6 +59,9 @@ class ContextSource:
         # Decided once: observing 1,000 sources must not inspect 1,000 loaders each time.
         object.__setattr__(self, "asynchronous", is_async(self.load))
         object.__setattr__(self, "_encoded", None)
+        # Known to be fast: nia's own stat-cached file loader (exactly that class, never a subclass,
+        # whose peek could be anything). Its unchanged case runs inline; everything else goes to a worker.
+        object.__setattr__(self, "peek", self.load.peek if type(self.load) is CachedFile else None)
         for name in ("load", "baseline"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"context source {self.key!r}: {name} must be callable")
@@ -68,6 +72,8 @@ class ContextSource:
 
     asynchronous: bool = field(default=False, init=False, repr=False)
     """Whether ``load`` is a coroutine function (set from ``load``)."""
+    peek: Callable[[], Any] | None = field(default=None, init=False, repr=False)
+    """``load.peek`` when ``load`` is a :class:`~nia_core.files.CachedFile` (set from ``load``), else ``None``."""
 
     @property
     def removable(self) -> bool:

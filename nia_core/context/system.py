@@ -54,7 +54,7 @@ class SystemContext:
     name the plugin in one warning; without it the engine logs the warning.
     """
 
-    __slots__ = ("_sources", "on_render_error", "on_unavailable", "withheld")
+    __slots__ = ("_keys", "_sources", "on_render_error", "on_unavailable", "withheld")
 
     def __init__(
         self,
@@ -76,6 +76,7 @@ class SystemContext:
                 raise DuplicateSourceKey(source.key)
             seen.add(source.key)
         self._sources = ordered
+        self._keys = tuple(source.key for source in ordered)  # asked at every boundary
 
     @classmethod
     def make(cls, source: ContextSource) -> SystemContext:
@@ -104,7 +105,7 @@ class SystemContext:
 
     @property
     def keys(self) -> tuple[str, ...]:
-        return tuple(s.key for s in self._sources)
+        return self._keys
 
     @property
     def sources(self) -> tuple[ContextSource, ...]:
@@ -317,7 +318,13 @@ def _encode_observations(
     final: list[Observation] = []
     limit = max_source_bytes()
     for source, obs in zip(ctx.sources, observations, strict=True):
-        if obs.available:
+        if obs.status == "ok":
+            memo = source._encoded  # type: ignore[attr-defined]
+            if memo is not None and memo[0] is obs.value and len(memo[1]) * 4 <= limit:
+                # The hot path of an unchanged source: the very same value as last time, known small enough.
+                available.append((source, obs.value, memo[1]))
+                final.append(obs)
+                continue
             try:
                 encoded = encode(source, obs.value)
             except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
-from nia_core.files import Refused
+from nia_core.files import Content, Refused
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
 from nia_core.project.paths import escape_name
@@ -247,25 +247,22 @@ def file_source(
     checks size and binary content on the bytes it read: a file swapped,
     grown or turned binary since the merge saw it is unavailable, never sent.
     """
-    last: list[Any] = [None, None]
     where = "project context" if element == "project_file" else "task context"
 
-    def load() -> Any:
-        try:
-            content = FILES.read(real, root=root, limit=MAX_FILE_BYTES)
-        except OSError as exc:
-            if isinstance(exc, Refused):
-                log.warning("Context file %s %s: left out", label(path), exc.problem)
-            return UNAVAILABLE  # gone or refused since the producer saw it; the next producer drops it
-        if last[0] is not content:
-            problem = content_problem(content.data, content.oversize)
-            if problem is not None:
-                log.warning("Context file %s changed since it was checked (%s): left out", label(path), problem)
-                value: Any = UNAVAILABLE
-            else:
-                value = FileValue(path, description, content.data.decode("utf-8", errors="replace"))
-            last[0], last[1] = content, value
-        return last[1]
+    def refused(exc: OSError) -> Any:
+        if isinstance(exc, Refused):
+            log.warning("Context file %s %s: left out", label(path), exc.problem)
+        return UNAVAILABLE  # gone or refused since the producer saw it; the next producer drops it
+
+    def value_of(content: Content) -> Any:
+        problem = content_problem(content.data, content.oversize)
+        if problem is not None:
+            log.warning("Context file %s changed since it was checked (%s): left out", label(path), problem)
+            return UNAVAILABLE
+        return FileValue(path, description, content.data.decode("utf-8", errors="replace"))
+
+    # A CachedFile: nia knows it is fast, so an unchanged file costs one stat on the caller's thread.
+    load = FILES.loader(real, root=root, limit=MAX_FILE_BYTES, derive=value_of, on_error=refused)
 
     return ContextSource(
         key=key,
