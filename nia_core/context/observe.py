@@ -65,6 +65,7 @@ def observe(sources: Sequence[ContextSource], default_timeout: float = LOADER_TI
                 continue
         pending.append(index)
         append(_PENDING)  # type: ignore[arg-type]
+        last = clock()  # a miss's peek is not the next source's time
     if pending:
         waiting = [sources[i] for i in pending]
         timeouts = [default_timeout if s.timeout is None else s.timeout for s in waiting]
