@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.providers.fakeserver import FakeProviderServer
+from tests.providers.rawserver import RawServer
 
 PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
 
@@ -24,3 +25,13 @@ def server() -> Iterator[FakeProviderServer]:
         yield fake
     finally:
         fake.stop()
+
+
+@pytest.fixture
+def raw() -> Iterator[RawServer]:
+    """A server that answers with whatever raw bytes a test scripts (lying lengths, endless lines)."""
+    server = RawServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -15,20 +14,11 @@ from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
 from nia_core.sessions.messages import Message, ModelRequest
 from tests.providers.fakeserver import API_KEY, FakeProviderServer
-from tests.providers.rawserver import RawServer, respond, start_stream
+from tests.providers.rawserver import respond, start_stream
 
 CHAT = "openai-chat/gpt-4.1"
 CLAUDE = "anthropic-messages/claude-sonnet-4-5"
 OPUS_48 = "anthropic-messages/claude-opus-4-8"
-
-
-@pytest.fixture
-def raw() -> Iterator[RawServer]:
-    server = RawServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def chat(base: str, sleep: Any = None, **table: Any) -> RemoteProvider:

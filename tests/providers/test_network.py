@@ -31,15 +31,6 @@ SECRET = "sk-live-0123456789abcdef"
 
 
 @pytest.fixture
-def raw() -> Iterator[RawServer]:
-    server = RawServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def other() -> Iterator[FakeProviderServer]:
     """A second origin (another port on 127.0.0.1) that would answer like the real API."""
     server = FakeProviderServer().start()
