@@ -47,6 +47,7 @@ from nia_core.sessions.store import (
     PendingCompaction,
     SessionRecord,
     SessionState,
+    SessionView,
     Store,
 )
 
@@ -80,6 +81,7 @@ __all__ = [
     "SQLiteStore",
     "SessionRecord",
     "SessionState",
+    "SessionView",
     "Store",
     "StoreError",
     "Summarizer",

@@ -9,8 +9,11 @@ clear :class:`~nia_core.sessions.errors.StoreError` each.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -93,6 +96,28 @@ class _Tx:
         return rows
 
 
+@dataclass
+class _Call:
+    """One write made by a server-side function (postgres_schema, migration 3), sent in one round trip.
+
+    ``BEGIN``, the statements ``before`` it (content-addressed inserts, which
+    need no answer), the function call and ``COMMIT`` travel together. The
+    function records ``token`` and its result in ``nia_writes`` in the same
+    transaction, which is how a lost answer is resolved.
+    """
+
+    query: str
+    params: tuple[Any, ...]
+    token: str
+    before: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    stored: set[str] = field(default_factory=set)
+    read: dict[str, str] = field(default_factory=dict)
+
+
+WRITTEN = "SELECT EXISTS (SELECT 1 FROM nia_writes WHERE token = %s AND result IS NOT NULL)"
+"""Evidence that a function's write committed: its token row, with a result (a recovery's tombstone has none)."""
+
+
 class _Lost(Exception):
     """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
 
@@ -106,6 +131,8 @@ class _Lost(Exception):
         self.committing = committing
         self.tx = tx
         self.result = result
+        self.token: str | None = None
+        """For a function's write (:class:`_Call`): its token in ``nia_writes``."""
 
 
 class Transactions:
@@ -117,14 +144,57 @@ class Transactions:
     _kwargs: dict[str, Any]
     _pool: psycopg_pool.ConnectionPool[Any]
 
+    _server_started: weakref.WeakKeyDictionary[Any, str]
+    """When the server each connection talks to started: a lost write on it is resolved by its token while the
+    server is still that one."""
+    _local: threading.local
+    """``views``: the session as this thread's last write to it left it (raw ``nia_view`` JSON), by session id."""
+
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         """Wait at most ``timeout`` for a session's row lock, unless the URL or server chose a limit."""
-        row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
+        row = conn.execute("SELECT current_setting('lock_timeout'), pg_postmaster_start_time()::text").fetchone()
         if row is not None and row[0] == "0":
             conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")  # type: ignore[arg-type]
+        if row is not None:
+            self._server_started[conn] = str(row[1])
+
+    # -- the session as this thread's last write left it --------------------------------
+
+    def _forget(self, session_id: str | None) -> None:
+        views = getattr(self._local, "views", None)
+        if views and session_id is not None:
+            views.pop(session_id, None)
+
+    def _leave(self, session_id: str, raw: Any) -> None:
+        self._local.views = {session_id: raw}  # one session per thread: a runner drives one at a time
+
+    def _left(self, session_id: str) -> Any:
+        views = getattr(self._local, "views", None)
+        return views.pop(session_id, None) if views else None
 
     def _run(self, session_id: str | None, action: str, work: Callable[[_Tx], T], *, write: bool) -> T:
         """Run ``work`` in one transaction, retrying lost connections, deadlocks and serialization failures."""
+        if write:
+            self._forget(session_id)
+        return self._retrying(
+            session_id,
+            action,
+            lambda deadline: self._attempt(work, write=write, deadline=deadline),
+            "committed" if write else "read",
+        )
+
+    def _call(self, session_id: str, action: str, build: Callable[[], _Call]) -> dict[str, Any]:
+        """Make a function's write (a fresh :class:`_Call` per attempt); its JSON answer.
+
+        After a lost answer resolved as committed, the answer is ``{"ok": result}``
+        as the function recorded it, without the session's view.
+        """
+        self._forget(session_id)
+        return self._retrying(
+            session_id, action, lambda deadline: self._attempt_call(build(), deadline=deadline), "committed"
+        )
+
+    def _retrying(self, session_id: str | None, action: str, attempt: Callable[[float], T], kind: str) -> T:
         import psycopg
 
         started = time.monotonic()
@@ -132,10 +202,9 @@ class Transactions:
         delay = 0.02
         while True:
             try:
-                result = self._attempt(work, write=write, deadline=deadline)
+                result = attempt(deadline)
                 if log.isEnabledFor(logging.DEBUG):
                     about = f" (session {session_id})" if session_id else ""
-                    kind = "committed" if write else "read"
                     log.debug("postgres: %s%s: %s in %.1f ms", action, about, kind, (time.monotonic() - started) * 1000)
                 return result
             except _Lost as lost:
@@ -199,6 +268,42 @@ class Transactions:
         self._cache(tx)
         return result  # type: ignore[no-any-return]
 
+    def _attempt_call(self, call: _Call, *, deadline: float) -> dict[str, Any]:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        started = ""
+        tx: _Tx | None = None
+        try:
+            with self._connection(deadline) as conn:
+                started = self._server_started.get(conn, "")
+                tx = _Tx(conn, stored=call.stored, read=call.read)
+                tx.prove("write", WRITTEN, (call.token,))
+                try:
+                    # One round trip: everything is sent, then the one Sync is answered.
+                    with conn.pipeline():
+                        conn.execute("BEGIN", prepare=False)
+                        for query, params in call.before:
+                            conn.execute(query, params)  # type: ignore[arg-type]
+                        cursor = conn.execute(call.query, call.params)  # type: ignore[arg-type]
+                        conn.execute("COMMIT", prepare=False)
+                    row = cursor.fetchone()
+                except BaseException:
+                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK", prepare=False)
+                    raise
+        except psycopg.Error as exc:
+            if _is_lost_connection(exc):
+                # Once sent it may have committed: its token says (see _commit_outcome).
+                lost = _Lost(exc, None, tx is not None, tx, None, started)
+                lost.token = call.token
+                raise lost from exc
+            raise
+        assert row is not None and isinstance(row[0], dict)
+        self._cache(tx)
+        return row[0]
+
     @contextlib.contextmanager
     def _connection(self, deadline: float) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, or one of its own when the pool has none within a second.
@@ -238,12 +343,17 @@ class Transactions:
                 # A connection of its own: after a restart the pool may still be backing off.
                 with psycopg.connect(self._conninfo, **self._kwargs) as conn:
                     row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
-                    if row is not None and row[0] == lost.started and lost.xid is not None:
+                    same_server = row is not None and row[0] == lost.started
+                    if same_server and lost.token is not None:
+                        return self._settle(conn, lost)
+                    if same_server and lost.xid is not None:
                         status = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
                         if status is not None and status[0] in ("committed", "aborted"):
                             return str(status[0])
                     else:
                         verdict = self._verify(conn, lost.tx)
+                        if verdict and lost.token is not None:
+                            lost.result = self._recorded(conn, lost.token)
                         if verdict is not None:
                             return "committed (evidence)" if verdict else "aborted"
                         break
@@ -261,6 +371,29 @@ class Transactions:
             "check the session (nia session show) before retrying",
             session_id,
         )
+
+    def _settle(self, conn: psycopg.Connection[Any], lost: _Lost) -> str:
+        """A function's write whose answer was lost, on the server it ran on: ``committed`` or ``aborted``, for good.
+
+        Inserting its token waits for the write while it still runs; when the
+        write did not commit, the token stays taken (a tombstone, no result), so
+        the write fails should it ever still run. Exact, like ``pg_xact_status``.
+        """
+        assert lost.token is not None
+        conn.execute("INSERT INTO nia_writes (token) VALUES (%s) ON CONFLICT (token) DO NOTHING", (lost.token,))
+        result = self._recorded(conn, lost.token)
+        if result is None:
+            return "aborted"
+        lost.result = result
+        return "committed"
+
+    @staticmethod
+    def _recorded(conn: psycopg.Connection[Any], token: str) -> dict[str, Any] | None:
+        """What the write with ``token`` returned, as its function recorded it (``None``: it never committed)."""
+        row = conn.execute("SELECT result FROM nia_writes WHERE token = %s", (token,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return {"ok": json.loads(row[0])}
 
     @staticmethod
     def _verify(conn: psycopg.Connection[Any], tx: _Tx | None) -> bool | None:
