@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -189,28 +190,46 @@ def postgres_url() -> tuple[str | None, Any]:
     return cluster.url, cluster
 
 
-def count_round_trips(url: str, turns: int, folder: Path) -> tuple[dict[str, tuple[float, float]], float]:
-    """Per store step: ``(calls, round trips)`` per turn of one runner, and the total round trips per turn.
+WARM_UP = 10
+"""Turns before counting: the first initializes the epoch; psycopg prepares a statement at its 5th use."""
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    steps: dict[str, tuple[float, float]]
+    """Per store step: ``(calls, round trips)`` per turn."""
+    per_turn: float
+    most_plain: int
+    """The most round trips of a turn that admitted no system message."""
+    most_updated: int
+    """The most round trips of a turn that admitted one."""
+
+
+def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
+    """Round trips of one runner's turns, per store step and per turn, counted on the wire.
 
     Like a runner: every fourth turn the context changes, so a system message is admitted.
     """
     relay = CountingRelay(url)
+    plain: list[int] = []
+    updated: list[int] = []
     try:
         set_value(folder, 0)
         with open_store(relay.url) as store:
             session_id = store.create_session(str(folder), "echo/echo").id
-            run_turn(store, session_id, context_for, lambda _m: PROVIDER, text="warm-up")
+            for turn in range(WARM_UP):
+                run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"warm-up {turn}")
             counter = StepCounter(store, relay)
-            before = relay.trips
             for turn in range(turns):
                 if turn % 4 == 3:
                     set_value(folder, turn)
+                before = relay.trips
                 run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turn}")
-            total = (relay.trips - before) / turns
+                (updated if turn % 4 == 3 else plain).append(relay.trips - before)
     finally:
         relay.close()
     steps = {step: (counter.calls[step] / turns, counter.trips[step] / turns) for step in counter.calls}
-    return steps, total
+    return RoundTrips(steps, (sum(plain) + sum(updated)) / turns, max(plain, default=0), max(updated, default=0))
 
 
 @contextlib.contextmanager
@@ -234,7 +253,7 @@ def main() -> None:
     server, cluster = postgres_url()
     kinds = ["sqlite"] + (["postgres", "postgres-naive"] if server else [])
     rows: dict[str, list[float]] = {}
-    trips: tuple[dict[str, tuple[float, float]], float] | None = None
+    trips: RoundTrips | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="nia-bench-") as tmp:
             if server and args.turns:
@@ -259,14 +278,17 @@ def main() -> None:
             cluster.destroy()
 
     if trips is not None:
-        steps, total = trips
-        print(f"PostgreSQL round trips per turn, counted on the wire; one runner, {args.turns} turns")
+        print(f"PostgreSQL round trips per turn, counted on the wire; one runner, {args.turns} turns after {WARM_UP}")
         print("(every fourth turn admits a system message; a step calling another is charged to the outer one)")
         print(f"{'store step':<16}{'calls/turn':>12}{'round trips/turn':>18}")
         print("-" * 46)
-        for step, (calls, count) in sorted(steps.items(), key=lambda item: -item[1][1]):
+        for step, (calls, count) in sorted(trips.steps.items(), key=lambda item: -item[1][1]):
             print(f"{step:<16}{calls:>12.2f}{count:>18.2f}")
-        print(f"{'total':<16}{sum(c for c, _ in steps.values()):>12.2f}{total:>18.2f}")
+        print(f"{'total':<16}{sum(c for c, _ in trips.steps.values()):>12.2f}{trips.per_turn:>18.2f}")
+        print(
+            f"most in one turn: {trips.most_plain} without a system message,"
+            f" {trips.most_updated} with one (goal: at most 6)"
+        )
         print()
     labels = {
         "sqlite": "SQLite (WAL, one file)",
