@@ -1,10 +1,14 @@
 """Round trips to PostgreSQL counted on the wire, per store step of a turn.
 
-A TCP relay sits between the store and the server and counts each time the
-server answers after the client has sent something: one round trip, however
-many statements the client pipelined into it. Counting on the wire rather than
-in psycopg means nothing the driver does (pipeline flushes, prepares, pool
-checks) can hide from the count.
+A TCP relay sits between the store and the server, reads the messages the
+client sends, and counts each time the server answers after the client sent a
+message that asks for an answer now (``Sync``, ``Flush``, a simple ``Query``,
+or a start-up message): one round trip, however many statements the client
+pipelined ahead of it, and however the bytes were split on the way (a server
+may answer the first statements of a batch before its end arrives; the client
+does not wait for that). Counting on the wire rather than in psycopg means
+nothing the driver does (pipeline flushes, prepares, pool checks) can hide
+from the count.
 
 Per step: the store's methods are wrapped, so the round trips made while one of
 them runs are charged to it (one runner, one thread: nothing else talks).
@@ -59,18 +63,18 @@ class CountingRelay:
             server = socket.create_connection(self.upstream)
             for sock in (client, server):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sent = [False]  # per connection: the client spoke since the server last answered
-            threading.Thread(target=self._pump, args=(client, server, sent, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, sent, False), daemon=True).start()
+            reader = _ClientMessages()
+            threading.Thread(target=self._pump, args=(client, server, reader, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, reader, False), daemon=True).start()
 
-    def _pump(self, source: socket.socket, target: socket.socket, sent: list[bool], from_client: bool) -> None:
+    def _pump(self, source: socket.socket, target: socket.socket, reader: _ClientMessages, from_client: bool) -> None:
         try:
             while data := source.recv(65536):
                 with self._lock:
                     if from_client:
-                        sent[0] = True
-                    elif sent[0]:
-                        sent[0] = False
+                        reader.feed(data)
+                    elif reader.waiting:
+                        reader.waiting = False
                         self.trips += 1
                 target.sendall(data)
         except OSError:
@@ -83,6 +87,49 @@ class CountingRelay:
 
     def close(self) -> None:
         self.listener.close()
+
+
+WAITS_FOR_ANSWER = frozenset(b"SHQ")
+"""Sync, Flush and Query: after these the client waits for the server."""
+UNTYPED_REQUESTS = {80877103, 80877104}
+"""SSLRequest and GSSENCRequest: still before the start-up message, which is untyped too."""
+
+
+class _ClientMessages:
+    """Follows the client's message framing across chunks; ``waiting`` once it asked for an answer."""
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self._typed = False  # after the start-up message every message starts with its type byte
+        self._buffer = b""
+        self._skip = 0
+
+    def feed(self, data: bytes) -> None:
+        if self._skip:
+            taken = min(self._skip, len(data))
+            self._skip -= taken
+            data = data[taken:]
+        self._buffer += data
+        while True:
+            header = 5 if self._typed else 8
+            if len(self._buffer) < header:
+                return
+            if self._typed:
+                kind = self._buffer[0]
+                length = int.from_bytes(self._buffer[1:5], "big") + 1
+                if kind in WAITS_FOR_ANSWER:
+                    self.waiting = True
+            else:
+                length = int.from_bytes(self._buffer[0:4], "big")
+                code = int.from_bytes(self._buffer[4:8], "big")
+                self.waiting = True
+                self._typed = code not in UNTYPED_REQUESTS
+            if len(self._buffer) >= length:
+                self._buffer = self._buffer[length:]
+            else:
+                self._skip = length - len(self._buffer)
+                self._buffer = b""
+                return
 
 
 class StepCounter:
