@@ -2,33 +2,42 @@
 
 The same tables and versioned migrations as the SQLite store (``schema_version``),
 reached through a ``psycopg_pool.ConnectionPool``. Every write is one server-side
-transaction, sent in pipeline mode (``BEGIN`` travels with its first query, the
-trailing writes with ``COMMIT``: about two round trips):
+transaction:
 
+- the writes of every turn (``promote``, ``admit_update``, ``append``) are
+  functions the schema installs (migration 3): ``BEGIN``, the call and
+  ``COMMIT`` go in one pipelined round trip, and the function answers with its
+  result and the session as it leaves it (``nia_view``), read under its lock,
+  so the boundary need not read it again (:meth:`PostgresStore.view` with
+  ``after_write``); a turn is five round trips, six when it admits a change;
+- the other writes are statements sent in pipeline mode (``BEGIN`` travels
+  with the first query, the trailing writes with ``COMMIT``: two round trips);
 - writes that extend a session's history lock its row first
-  (``SELECT … FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and
-  pending input is promoted exactly once;
+  (``FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and pending input
+  is promoted exactly once;
 - epoch writes are a compare-and-swap on the revision
   (``UPDATE sessions SET revision = revision + 1 WHERE revision = %s …``), which
   PostgreSQL re-checks against the newest row version after any wait;
 - a read is one statement (one snapshot of the database), so a session, its
-  epoch, its snapshot manifest and its pending input are seen at one instant;
-  the content-addressed texts they name never change, so fetching them
-  afterwards (or from a process-local cache) cannot mix two states.
+  epoch, its snapshot manifest, its pending input and its history are seen at
+  one instant; the content-addressed texts they name never change, so fetching
+  them afterwards (or from a process-local cache) cannot mix two states.
 
 A lost connection (a terminated backend, a restarted server) is retried until
 ``timeout``. When it is lost while committing, the outcome is looked up before
-anything is redone: by the transaction's id (``pg_xact_status``) while the
-server is the one that ran it, and after a crash-restart (which may hand the
-same id out again) by the rows the transaction wrote. Committed work is
-returned, aborted work is redone, and when the rows cannot tell (input that
-may already have been promoted) the error says to check before resending; so
-nothing is lost or stored twice. psycopg is imported only when this store is
-opened, so nia works without it.
+anything is redone: a function's write by the token it recorded with its result
+(``nia_writes``; inserting the token ourselves waits for a write still running
+and fences one that never committed), another write by its transaction id
+(``pg_xact_status``) while the server is the one that ran it, and after a
+crash-restart (which may hand the same id out again) by the rows the
+transaction wrote. Committed work is returned, aborted work is redone, and when
+the rows cannot tell (input that may already have been promoted) the error says
+to check before resending; so nothing is lost or stored twice. psycopg is
+imported only when this store is opened, so nia works without it.
 
-Three modules: the schema and its migrations (``postgres_schema``), the
-transactions and their recovery (``postgres_tx``), and the ``Store`` methods
-(here).
+Three modules: the schema, its migrations and functions (``postgres_schema``),
+the transactions and their recovery (``postgres_tx``), and the ``Store``
+methods (here).
 """
 
 from __future__ import annotations
@@ -321,17 +330,6 @@ class PostgresStore(Transactions, Store):
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         return session_from_row(row)
-
-    def _lock(
-        self, tx: _Tx, session_id: str, *queries: tuple[str, Sequence[Any]]
-    ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
-        """Lock the session's row, and run ``queries`` right after it (one round trip); they see what it guards."""
-        lock = tx.send(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,))
-        cursors = [tx.send(query, params) for query, params in queries]
-        row = lock.fetchone()
-        if row is None:
-            raise UnknownSession(f"no session {session_id!r} in {self.url}")
-        return session_from_row(row), cursors
 
     @staticmethod
     def _insert_messages(
