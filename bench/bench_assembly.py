@@ -105,8 +105,7 @@ def median_ms(fn: Callable[[], object], repeats: int, setup: Callable[[], object
 
 
 def forget_caches() -> None:
-    merge_module.FILES.forget()
-    merge_module._kinds.clear()
+    merge_module.forget()
 
 
 def measure(root: Path, repeats: int) -> list[tuple[str, float, str]]:
