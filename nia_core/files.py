@@ -320,17 +320,18 @@ class StatCache:
         """A loader for ``path`` the engine knows to be fast while the file is unchanged (:class:`CachedFile`)."""
         return CachedFile(self, os.fspath(path), None if root is None else os.fspath(root), limit, derive, on_error)
 
-    def vouch(self, path: str, sig: Signature) -> None:
+    def vouch(self, path: str, sig: Signature, at: float | None = None) -> None:
         """Hand the next :meth:`CachedFile.peek` of ``path`` the ``stat`` a directory walk just took of it.
 
         The walk that decides which files a boundary includes has just stat'ed
         each of them; the engine's peek, a moment later in the same boundary,
         would stat them again. ``sig`` is :func:`signature` of that ``stat``
-        (which followed symlinks, as the peek's would). A vouch is used at most once, and only within
+        (which followed symlinks, as the peek's would), ``at`` its
+        :func:`time.monotonic` time when the caller has it. A vouch is used at most once, and only within
         :data:`VOUCH_SECONDS` of the stat; it never stands in for a read, and a
         signature that differs from the cached one is a miss as usual.
         """
-        self._vouched[path] = (sig, time.monotonic())
+        self._vouched[path] = (sig, time.monotonic() if at is None else at)
 
     def forget(self, path: str | os.PathLike[str] | None = None) -> None:
         with self._lock:

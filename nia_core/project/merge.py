@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,26 +176,14 @@ class _Merger:
     ) -> bool:
         """Add one file unless it is a duplicate or skipped; whether it was added.
 
-        With ``memo`` (a directory entry's), an unchanged file reuses its last
-        outcome: one dictionary look-up and a signature compare instead of
-        classifying and building it again.
+        With ``memo`` (a directory entry's), the outcome is remembered for the
+        next boundary's hot path (see :meth:`entry`).
         """
         first = self.seen.get(real)
         if first is not None:
             self.skipped.append(Skip(shown, real, entry.origin, f"duplicate of {first}", info.st_size))
             return False
         sig = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
-        if memo is not None:
-            last = memo.get(real)
-            if last is not None and last[0] == sig and last[1] == shown:
-                outcome = last[2]
-                if type(outcome) is Skip:
-                    self.skipped.append(outcome)
-                    return False
-                self.seen[real] = last[3]
-                self.files.append(outcome)  # type: ignore[arg-type]
-                FILES.vouch(real, sig)
-                return True
         reason, size = classify(real, info, self.base)
         if reason is not None:
             if reason.startswith("refused: "):  # the file changed between the path check and the read
@@ -227,9 +216,30 @@ class _Merger:
             return
         folder = entry.path.rstrip("/") + "/" if entry.path.rstrip("/") else entry.path
         memo = _memo(_outcomes, (self.base, entry.origin, entry.description, folder))
-        count = 0
+        count, limit, seen, remembered = 0, self.limit, self.seen, memo.get
+        keep, skip, vouch, now = self.files.append, self.skipped.append, FILES.vouch, time.monotonic()
         for shown, file_real, file_info in self.walk(entry, real, folder):
-            over = count >= self.limit and file_real not in self.seen
+            # The hot path of an unchanged file: its last outcome, when its signature and shown path are the same.
+            last = remembered(file_real) if count < limit and file_real not in seen else None
+            if last is not None and last[1] == shown:
+                sig = (
+                    file_info.st_mtime_ns,
+                    file_info.st_ctime_ns,
+                    file_info.st_size,
+                    file_info.st_ino,
+                    file_info.st_dev,
+                )
+                if last[0] == sig:
+                    outcome = last[2]
+                    if type(outcome) is Skip:
+                        skip(outcome)
+                    else:
+                        seen[file_real] = last[3]
+                        keep(outcome)  # type: ignore[arg-type]
+                        vouch(file_real, sig, now)
+                        count += 1
+                    continue
+            over = count >= limit and file_real not in seen
             if over and classify(file_real, file_info, self.base)[0] is None:
                 self.warnings.append(
                     f"Maximum file limit ({self.limit}) reached for directory {folder}\n  Skipped remaining files"
