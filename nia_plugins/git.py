@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import shutil
 import threading
 import time
 from dataclasses import dataclass
@@ -357,6 +356,8 @@ def clean_environment() -> dict[str, str]:
 def _which(path_variable: str, worktree: str) -> str | None:
     """``git`` on PATH, skipping relative entries ("." would run a `git` shipped in the repository)
     and any folder inside the work tree."""
+    import shutil  # only inside a repository: imported with git's first call, like subprocess
+
     inside = worktree.rstrip(os.sep) + os.sep
     for folder in path_variable.split(os.pathsep):
         if not os.path.isabs(folder):
