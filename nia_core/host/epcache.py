@@ -21,7 +21,6 @@ import logging
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -157,6 +156,8 @@ def _read(path: Path, key: list[Any]) -> list[EntryPointRecord] | None:
 
 def _write(path: Path, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
     data = {"key": key, "files": _watched_files(records), "entry_points": [asdict(r) for r in records]}
+    import tempfile  # (with shutil) only when writing: a hook process reads the cache
+
     temporary = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ distribution's ``direct_url.json``.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -41,8 +40,12 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
 
 
-class LocalPluginFinder(importlib.abc.MetaPathFinder):
-    """Finds ``nia_local_plugins.NAME[.sub...]`` in the folders local plugins came from."""
+class LocalPluginFinder:
+    """Finds ``nia_local_plugins.NAME[.sub...]`` in the folders local plugins came from.
+
+    The import system only asks a finder for ``find_spec``: no ``importlib.abc`` base, whose import
+    (``importlib.resources``, ``tempfile``, ``shutil``...) every hook process would pay.
+    """
 
     def __init__(self) -> None:
         self.roots: dict[str, Path] = {}
@@ -87,14 +90,6 @@ class LocalPluginFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-class _NamespaceLoader(importlib.abc.Loader):
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return None
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        module.__path__ = []
-
-
 FINDER = LocalPluginFinder()
 
 
@@ -102,9 +97,8 @@ def install() -> LocalPluginFinder:
     if FINDER not in sys.meta_path:
         sys.meta_path.insert(0, FINDER)
     if PACKAGE not in sys.modules:
-        spec = importlib.machinery.ModuleSpec(PACKAGE, _NamespaceLoader(), is_package=True)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)  # as find_spec answers for it
+        module = importlib.util.module_from_spec(spec)  # a namespace package: __path__ = []
         sys.modules[PACKAGE] = module
     return FINDER
 
@@ -148,7 +142,7 @@ def restore_modules(prefix: str, modules: dict[str, types.ModuleType]) -> None:
 # -- editable installs ------------------------------------------------------------------
 
 
-class EditableSourceFinder(importlib.abc.MetaPathFinder):
+class EditableSourceFinder:
     """Swaps in :class:`SourceOnlyLoader` for the packages of editable-installed plugins.
 
     It asks the finders after it (the path finder, setuptools' editable
