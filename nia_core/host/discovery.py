@@ -127,7 +127,7 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
     for attr in dir(plugin):
         if not attr.startswith("nia_") or attr in ("nia_impl",):
             continue
-        if attr not in hooks and not _near_hook(attr, hooks):
+        if attr not in hooks and not _close_to_a_hook(attr, hooks):
             continue
         try:
             value = getattr(plugin, attr)
@@ -138,8 +138,8 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
     return sorted(found, key=lambda name: (name not in hooks, name))
 
 
-def _near_hook(name: str, hooks: list[str]) -> bool:
-    import difflib  # only for a name that is not a hook: every hook process loads the built-ins
+def _close_to_a_hook(name: str, hooks: list[str]) -> bool:
+    import difflib  # only for a plugin with a nia_* name that is no hook: not on every start
 
     return bool(difflib.get_close_matches(name, hooks, n=1, cutoff=0.85))
 

@@ -43,8 +43,8 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
 class LocalPluginFinder:
     """Finds ``nia_local_plugins.NAME[.sub...]`` in the folders local plugins came from.
 
-    The import system only asks a finder for ``find_spec``: no ``importlib.abc`` base, whose import
-    (``importlib.resources``, ``tempfile``, ``shutil``...) every hook process would pay.
+    The import system calls finders and loaders by protocol: the :mod:`importlib.abc`
+    base classes would only add the import of ``importlib.resources`` to every start.
     """
 
     def __init__(self) -> None:
@@ -90,6 +90,14 @@ class LocalPluginFinder:
         return None
 
 
+class _NamespaceLoader:
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        module.__path__ = []
+
+
 FINDER = LocalPluginFinder()
 
 
@@ -97,8 +105,9 @@ def install() -> LocalPluginFinder:
     if FINDER not in sys.meta_path:
         sys.meta_path.insert(0, FINDER)
     if PACKAGE not in sys.modules:
-        spec = importlib.machinery.ModuleSpec(PACKAGE, None, is_package=True)  # as find_spec answers for it
-        module = importlib.util.module_from_spec(spec)  # a namespace package: __path__ = []
+        spec = importlib.machinery.ModuleSpec(PACKAGE, _NamespaceLoader(), is_package=True)  # type: ignore[arg-type]
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
         sys.modules[PACKAGE] = module
     return FINDER
 
