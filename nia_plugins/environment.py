@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from nia_core import ContextSource, Location, hookimpl
+from nia_core.context.source import Constant
 from nia_core.project.paths import escape_name
 
 NIA_NAMESPACE = "nia"
@@ -40,7 +41,7 @@ def environment_source(location: Location) -> ContextSource:
     }
     return ContextSource(
         key="nia/environment",
-        load=lambda: value,
+        load=Constant(value),  # known fast: answered inline, no worker thread
         baseline=_render,
         update=lambda _old, new: "The environment changed. " + _render(new),
         removal=lambda _old: "Environment details given earlier are no longer maintained and may be out of date.",
