@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
+from nia_core.context.source import Constant
 from nia_core.files import Content, Refused
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
@@ -202,7 +203,7 @@ def _static(
 ) -> ContextSource:
     return ContextSource(
         key=key,
-        load=lambda: value,
+        load=Constant(value),  # known fast: answered inline, no worker thread for a fixed text
         baseline=lambda current: prefix + render(current),
         update=lambda _old, current: f"The {title} changed. It now reads:\n\n{render(current)}",
         removal=lambda _old: f"The {title} given earlier no longer applies.",
