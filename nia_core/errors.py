@@ -6,12 +6,13 @@ message on one line and exits with ``exit_code`` instead of showing a traceback.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable
 
 
 def raised_at(exc: BaseException) -> tuple[str, int] | None:
     """``(file, line)`` an exception was raised at: its last frame outside Python's frozen import machinery."""
+    import traceback  # on a failure only: not part of every start
+
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
     return (frames[-1].filename, frames[-1].lineno or 0) if frames else None
 

@@ -30,6 +30,7 @@ import os
 import stat
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -242,6 +243,7 @@ class StatCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, str | None, int | None], tuple[Signature, Content]] = {}
         self._texts: dict[tuple[str, str | None, int | None], tuple[Signature, str]] = {}
+        self._vouched: dict[str, tuple[Signature, float]] = {}
         self._lock = threading.Lock()
 
     @staticmethod
@@ -318,13 +320,28 @@ class StatCache:
         """A loader for ``path`` the engine knows to be fast while the file is unchanged (:class:`CachedFile`)."""
         return CachedFile(self, os.fspath(path), None if root is None else os.fspath(root), limit, derive, on_error)
 
+    def vouch(self, path: str, sig: Signature, at: float | None = None) -> None:
+        """Hand the next :meth:`CachedFile.peek` of ``path`` the ``stat`` a directory walk just took of it.
+
+        The walk that decides which files a boundary includes has just stat'ed
+        each of them; the engine's peek, a moment later in the same boundary,
+        would stat them again. ``sig`` is :func:`signature` of that ``stat``
+        (which followed symlinks, as the peek's would), ``at`` its
+        :func:`time.monotonic` time when the caller has it. A vouch is used at most once, and only within
+        :data:`VOUCH_SECONDS` of the stat; it never stands in for a read, and a
+        signature that differs from the cached one is a miss as usual.
+        """
+        self._vouched[path] = (sig, time.monotonic() if at is None else at)
+
     def forget(self, path: str | os.PathLike[str] | None = None) -> None:
         with self._lock:
             if path is None:
                 self._entries.clear()
                 self._texts.clear()
+                self._vouched.clear()
                 return
             key = os.fspath(path)
+            self._vouched.pop(key, None)
             for table in (self._entries, self._texts):
                 for slot in [slot for slot in table if slot[0] == key]:
                     del table[slot]
@@ -341,6 +358,9 @@ class _Miss:
 
 MISS = _Miss()
 """What :meth:`CachedFile.peek` says when only a real read can answer."""
+
+VOUCH_SECONDS = 1.0
+"""How long a walk's ``stat`` may stand in for a peek's own (:meth:`StatCache.vouch`): one boundary, not the next."""
 
 
 def _text(content: Content) -> str:
@@ -398,14 +418,20 @@ class CachedFile:
 
         Never reads, never raises, never runs ``derive``: what it hands back
         was derived from the content the cache holds for this file now, and the
-        cache only holds content that passed :func:`read_checked`.
+        cache only holds content that passed :func:`read_checked`. The
+        ``stat`` is the one the boundary's directory walk just took, when it
+        vouched for the file (:meth:`StatCache.vouch`).
         """
         last = self._last
         if last is None:
             return MISS
-        cached = self._cache._entries.get(self._slot)
+        cache = self._cache
+        cached = cache._entries.get(self._slot)
         if cached is None or cached[1] is not last[0]:
             return MISS
+        vouched = cache._vouched.pop(self.path, None) if cache._vouched else None
+        if vouched is not None and vouched[0] == cached[0] and time.monotonic() - vouched[1] < VOUCH_SECONDS:
+            return last[1]
         try:
             info = os.stat(self.path)
         except OSError:

@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from nia_core import ContextSource, hookimpl
 
@@ -34,6 +33,8 @@ def date_source(clock: Clock) -> ContextSource:
 
 def clock_for(timezone: str | None) -> Clock:
     if timezone:
+        from zoneinfo import ZoneInfo  # only for a configured zone: the local one needs no tz database
+
         zone = ZoneInfo(timezone)
         return lambda: dt.datetime.now(zone)
     return lambda: dt.datetime.now().astimezone()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import platform
+import os
 from typing import Any
 
 from nia_core import ContextSource, Location, hookimpl
+from nia_core.context.source import Constant
 from nia_core.project.paths import escape_name
 
 NIA_NAMESPACE = "nia"
@@ -21,16 +22,26 @@ def _render(value: dict[str, Any]) -> str:
     )
 
 
+def _platform() -> str:
+    """``linux (x86_64)``: on POSIX from ``os.uname()``, as :mod:`platform` reads it (importing that costs ~1.5 ms)."""
+    if hasattr(os, "uname"):
+        uname = os.uname()
+        return f"{uname.sysname.lower()} ({uname.machine})"
+    import platform
+
+    return f"{platform.system().lower()} ({platform.machine()})"
+
+
 def environment_source(location: Location) -> ContextSource:
     value = {
         "cwd": str(location.path),
         "root": str(location.root),
         "git": location.is_git,
-        "platform": f"{platform.system().lower()} ({platform.machine()})",
+        "platform": _platform(),
     }
     return ContextSource(
         key="nia/environment",
-        load=lambda: value,
+        load=Constant(value),  # known fast: answered inline, no worker thread
         baseline=_render,
         update=lambda _old, new: "The environment changed. " + _render(new),
         removal=lambda _old: "Environment details given earlier are no longer maintained and may be out of date.",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import logging
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,21 @@ class ReportedError(click.ClickException):
         vars(self)["exit_code"] = exit_code  # click declares exit_code a ClassVar; this instance's differs
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``COLUMNS``, else the terminal of ``sys.__stdout__``, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns
+
+
 class NiaGroup(click.Group):
     """Resolves commands from plugins (and other dynamic providers) on demand."""
 
@@ -34,6 +50,12 @@ class NiaGroup(click.Group):
     def _dynamic(self, ctx: click.Context) -> dict[str, click.Command]:
         cache = ctx.meta.setdefault("nia.dynamic", None)
         if cache is None:
+            import logging
+
+            from nia_core.cli.logs import configure_logging
+
+            # Dynamic commands resolve before the group callback runs; their warnings must show too.
+            configure_logging(App.of(ctx).debug)
             cache = {}
             for provider in self.dynamic_providers:
                 try:
@@ -71,19 +93,82 @@ class NiaGroup(click.Group):
             ) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        """Like click's, but built-in commands are described without importing them."""
+        """Like click's, but built-in commands are described without importing them, and the rows of
+        plugin commands and workflow targets come from :mod:`nia_core.cli.helpcache` while still true."""
+        static = set(super().list_commands(ctx)) | set(self.lazy_commands)
+        entries = self._help_entries(ctx, static, formatter.width)
+        names = sorted(static | set(entries))
+        limit = formatter.width - 6 - max((len(n) for n in names), default=0)
         rows = []
-        limit = formatter.width - 6 - max((len(n) for n in self.list_commands(ctx)), default=0)
-        for name in self.list_commands(ctx):
+        for name in names:
             if name not in self.commands and name in self.lazy_commands:
                 rows.append((name, self.lazy_commands[name][1]))
-                continue
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit)))
+            elif name in self.commands:
+                command = self.commands[name]
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit)))
+            elif not entries[name]["hidden"]:
+                rows.append((name, entries[name]["text"]))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+    def _help_entries(self, ctx: click.Context, static: set[str], width: int) -> dict[str, dict[str, Any]]:
+        """Dynamic command name -> help entry (``text`` at this width): cached, or listed (and cached)."""
+        from nia_core.cli import helpcache
+
+        if not self.dynamic_providers:
+            return {}
+        app = App.of(ctx)
+        fresh = ctx.meta.get("nia.dynamic") is None
+        cached = helpcache.read(app) if fresh else None
+        if cached is not None:
+            names = static | {item["name"] for item in cached}
+            limit = width - 6 - max((len(n) for n in names), default=0)
+            entries = {}
+            for item in cached:
+                text = helpcache.short_help(item, limit)
+                if text is None:  # a plugin's own command class, listed at another width: ask it again
+                    break
+                entries[item["name"]] = {**item, "text": text}
+            else:
+                return entries
+        from nia_core.cli.logs import WarningCounter
+
+        before = set(sys.modules)
+        with WarningCounter() as warnings:
+            dynamic = self._dynamic(ctx)
+        names = static | set(dynamic)
+        limit = width - 6 - max((len(n) for n in names), default=0)
+        entries = {name: helpcache.entry(name, command, limit) for name, command in dynamic.items()}
+        if fresh and helpcache.usable(app) and not warnings.count and app.clean():
+            plugins = tuple(app.plugin_modules())
+            imported = (set(sys.modules) - before) | {
+                m for m in sys.modules if m.startswith(tuple(p + "." for p in plugins)) or m in plugins
+            }
+            helpcache.write(app, list(entries.values()), imported)
+        return entries
+
+    def make_parser(self, ctx: click.Context) -> Any:
+        """Keeps the raw global options, so an eager ``--help`` (processed before them) sees them too."""
+        parser = super().make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_args(args: list[str]) -> Any:
+            opts, largs, order = parse(args=args)
+            if ctx.parent is None:
+                ctx.meta["nia.options"] = dict(opts)
+            return opts, largs, order
+
+        parser.parse_args = parse_args  # type: ignore[method-assign]
+        return parser
+
+    def get_help(self, ctx: click.Context) -> str:
+        """The root's help at click's width, measured as :func:`shutil.get_terminal_size` would, without
+        importing :mod:`shutil` (and with it bz2, lzma): the cached ``nia --help`` needs nothing else from it."""
+        if ctx.parent is None and ctx.terminal_width is None and click.formatting.FORCED_WIDTH is None:
+            ctx.terminal_width = max(min(terminal_columns(), ctx.max_content_width or 80) - 2, 50)
+        return super().get_help(ctx)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Every invocation (console script or test runner) keeps plugins' prints off stdout."""

@@ -31,3 +31,27 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     def emit(self, record: logging.LogRecord) -> None:
         self.stream = sys.stderr
         super().emit(record)
+
+
+class WarningCounter(logging.Handler):
+    """Counts warnings logged (by nia or by a plugin) while the handler is attached."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.alone = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+        if self.alone and logging.lastResort is not None and record.levelno >= logging.lastResort.level:
+            logging.lastResort.handle(record)  # as without this handler: the root had none, so it printed
+
+    def __enter__(self) -> WarningCounter:
+        logging.getLogger("nia").addHandler(self)
+        self.alone = not logging.getLogger().handlers
+        logging.getLogger().addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("nia").removeHandler(self)
+        logging.getLogger().removeHandler(self)

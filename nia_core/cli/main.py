@@ -7,7 +7,6 @@ import click
 from nia_core.about import __version__
 from nia_core.cli.app import App
 from nia_core.cli.group import NiaGroup
-from nia_core.cli.logs import configure_logging
 
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "context": ("nia_core.cli.context:context", "Inspect the system context nia assembles."),
@@ -59,6 +58,8 @@ def cli(
     for flag in plugin_flags:
         if not flag.startswith("no:") or len(flag) <= 3:
             raise click.BadParameter(f"expected no:NAME, got {flag!r}", param_hint="-p")
+    from nia_core.cli.logs import configure_logging  # not at import: a cached `nia --help` logs nothing
+
     app = App.of(ctx)
     configure_logging(app.debug)
 

@@ -33,6 +33,28 @@ DEFAULT_TIMEOUT = LOADER_TIMEOUT
 Loader = Callable[[], Any] | Callable[[], Awaitable[Any]]
 
 
+class Constant:
+    """A loader that always returns the same value (a prompt's role, its task): known fast, answered inline.
+
+    A plain ``lambda: value`` would do the same, but the engine cannot know a
+    lambda is fast, so it would start a worker thread for it at every boundary.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+    def peek(self) -> Any:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Constant({self.value!r})"
+
+
 @dataclass(frozen=True, eq=False)
 class ContextSource:
     """A keyed value the model should know about, with the text that tells it.
@@ -59,9 +81,11 @@ class ContextSource:
         # Decided once: observing 1,000 sources must not inspect 1,000 loaders each time.
         object.__setattr__(self, "asynchronous", is_async(self.load))
         object.__setattr__(self, "_encoded", None)
-        # Known to be fast: nia's own stat-cached file loader (exactly that class, never a subclass,
-        # whose peek could be anything). Its unchanged case runs inline; everything else goes to a worker.
-        object.__setattr__(self, "peek", self.load.peek if type(self.load) is CachedFile else None)
+        # Known to be fast: nia's own stat-cached file loader and a Constant (exactly those classes, never a
+        # subclass, whose peek could be anything). Their hits run inline; everything else goes to a worker.
+        load = self.load
+        fast = type(load) is CachedFile or type(load) is Constant
+        object.__setattr__(self, "peek", load.peek if fast else None)  # type: ignore[union-attr]
         for name in ("load", "baseline"):
             if not callable(getattr(self, name)):
                 raise TypeError(f"context source {self.key!r}: {name} must be callable")
@@ -73,7 +97,7 @@ class ContextSource:
     asynchronous: bool = field(default=False, init=False, repr=False)
     """Whether ``load`` is a coroutine function (set from ``load``)."""
     peek: Callable[[], Any] | None = field(default=None, init=False, repr=False)
-    """``load.peek`` when ``load`` is a :class:`~nia_core.files.CachedFile` (set from ``load``), else ``None``."""
+    """``load.peek`` when ``load`` is a :class:`~nia_core.files.CachedFile` or a :class:`Constant`, else ``None``."""
 
     @property
     def removable(self) -> bool:

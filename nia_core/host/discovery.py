@@ -122,14 +122,12 @@ def _unknown_hooks(host: PluginHost, plugin: object) -> list[str]:
 
 def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
     """Functions named like a nia hook (or nearly) that lack ``@hookimpl``: pluggy ignores them silently."""
-    import difflib
-
     hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
     found = []
     for attr in dir(plugin):
         if not attr.startswith("nia_") or attr in ("nia_impl",):
             continue
-        if attr not in hooks and not difflib.get_close_matches(attr, hooks, n=1, cutoff=0.85):
+        if attr not in hooks and not _close_to_a_hook(attr, hooks):
             continue
         try:
             value = getattr(plugin, attr)
@@ -138,6 +136,12 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
         if callable(value) and host.pm.parse_hookimpl_opts(plugin, attr) is None:
             found.append(attr)
     return sorted(found, key=lambda name: (name not in hooks, name))
+
+
+def _close_to_a_hook(name: str, hooks: list[str]) -> bool:
+    import difflib  # only for a plugin with a nia_* name that is no hook: not on every start
+
+    return bool(difflib.get_close_matches(name, hooks, n=1, cutoff=0.85))
 
 
 def _no_such_hook(function: str) -> str:

@@ -14,19 +14,19 @@ the distributions that contributed a plugin (for edits made in place).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import logging
 import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from nia_core.host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
 
 log = logging.getLogger("nia.host")
 
@@ -71,21 +71,13 @@ class EntryPointRecord:
 
 def cache_dir() -> Path:
     """``NIA_CACHE_DIR``, else ``$XDG_CACHE_HOME/nia``, else ``~/.cache/nia``."""
-    explicit = os.environ.get("NIA_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "nia"
-
-
-def cache_enabled() -> bool:
-    return os.environ.get("NIA_NO_CACHE", "") in ("", "0")
+    return Path(cache_folder())
 
 
 def cache_file(group: str) -> Path:
     """One file per interpreter and group: another venv never reads this one's answer."""
-    identity = f"{sys.prefix}\0{sys.executable}\0{group}".encode()
-    return cache_dir() / f"entry-points-{hashlib.sha256(identity).hexdigest()[:16]}.json"
+    identity = f"{sys.prefix}\0{sys.executable}\0{group}"
+    return cache_dir() / f"entry-points-{digest(identity)}.json"
 
 
 def _mtime(path: str) -> int | None:
@@ -134,7 +126,8 @@ def _precedence(paths: Sequence[str]) -> Any:
     return key
 
 
-def _watched_files(records: Sequence[EntryPointRecord]) -> list[list[Any]]:
+def watched_files(records: Sequence[EntryPointRecord]) -> list[list[Any]]:
+    """The metadata files of the distributions behind ``records``, with their mtimes (edits made in place)."""
     folders = sorted({r.metadata for r in records if r.metadata})
     files = [os.path.join(folder, name) for folder in folders for name in ("entry_points.txt", "METADATA", "PKG-INFO")]
     return [[f, _mtime(f)] for f in files]
@@ -156,19 +149,9 @@ def _read(path: Path, key: list[Any]) -> list[EntryPointRecord] | None:
 
 
 def _write(path: Path, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
-    data = {"key": key, "files": _watched_files(records), "entry_points": [asdict(r) for r in records]}
-    temporary = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".entry-points-", suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(temporary, path)
-    except OSError as exc:  # a read-only home is no reason to fail: the next run scans again
-        log.debug("entry-point cache not written to %s: %s", path, exc)
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+    data = {"key": key, "files": watched_files(records), "entry_points": [asdict(r) for r in records]}
+    if not write_atomically(path, json.dumps(data)):
+        log.debug("entry-point cache not written to %s", path)
 
 
 def scan(group: str) -> list[EntryPointRecord]:

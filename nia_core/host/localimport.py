@@ -14,7 +14,6 @@ distribution's ``direct_url.json``.
 
 from __future__ import annotations
 
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import json
@@ -41,8 +40,12 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
 
 
-class LocalPluginFinder(importlib.abc.MetaPathFinder):
-    """Finds ``nia_local_plugins.NAME[.sub...]`` in the folders local plugins came from."""
+class LocalPluginFinder:
+    """Finds ``nia_local_plugins.NAME[.sub...]`` in the folders local plugins came from.
+
+    The import system calls finders and loaders by protocol: the :mod:`importlib.abc`
+    base classes would only add the import of ``importlib.resources`` to every start.
+    """
 
     def __init__(self) -> None:
         self.roots: dict[str, Path] = {}
@@ -87,7 +90,7 @@ class LocalPluginFinder(importlib.abc.MetaPathFinder):
         return None
 
 
-class _NamespaceLoader(importlib.abc.Loader):
+class _NamespaceLoader:
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
         return None
 
@@ -102,7 +105,7 @@ def install() -> LocalPluginFinder:
     if FINDER not in sys.meta_path:
         sys.meta_path.insert(0, FINDER)
     if PACKAGE not in sys.modules:
-        spec = importlib.machinery.ModuleSpec(PACKAGE, _NamespaceLoader(), is_package=True)
+        spec = importlib.machinery.ModuleSpec(PACKAGE, _NamespaceLoader(), is_package=True)  # type: ignore[arg-type]
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)  # type: ignore[union-attr]
         sys.modules[PACKAGE] = module
@@ -148,7 +151,7 @@ def restore_modules(prefix: str, modules: dict[str, types.ModuleType]) -> None:
 # -- editable installs ------------------------------------------------------------------
 
 
-class EditableSourceFinder(importlib.abc.MetaPathFinder):
+class EditableSourceFinder:
     """Swaps in :class:`SourceOnlyLoader` for the packages of editable-installed plugins.
 
     It asks the finders after it (the path finder, setuptools' editable

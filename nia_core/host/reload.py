@@ -54,11 +54,11 @@ from nia_core.context import (
 )
 from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.errors import NiaError, RenderError
-from nia_core.host import config_disabled, load_host, local_folders
 from nia_core.host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
 from nia_core.host.fingerprint import DigestCache
 from nia_core.host.host import PluginHost
 from nia_core.host.importing import ImportDeadline, PluginRaised, describe, import_plugin
+from nia_core.host.load import config_disabled, load_host, local_folders
 from nia_core.host.localimport import (
     FINDER,
     EditablePackage,

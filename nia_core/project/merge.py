@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,24 @@ class Merged:
 _kinds: dict[tuple[str, str], tuple[Signature, str | None, int]] = {}
 _kinds_lock = threading.Lock()
 
+Outcome = tuple[Signature, str, "ContextFile | Skip", str]
+"""What one file of a directory entry came to: its signature, shown path, the file or skip, its ``seen`` label."""
+
+_outcomes: dict[tuple[str, str, str, str], dict[str, Outcome]] = {}
+"""Per directory entry (root, origin, description, folder as written): each file's last outcome by real path.
+
+An unchanged file (same ``stat`` signature, same shown path) hands back the
+very same :class:`ContextFile` or :class:`Skip` without classifying it
+again; only outcomes decided from a checked read or the file's own ``stat``
+are kept, never a refusal or a read error (those are decided afresh).
+"""
+_orders: dict[str, tuple[tuple[str, ...], list[int]]] = {}
+"""Per listed folder: its names in listing order and their by-name order (an unchanged folder is not re-sorted)."""
+_merged: dict[tuple[str, tuple[ContextEntry, ...], bool, int], Merged] = {}
+"""The last result per merge: an unchanged merge hands back the very same :class:`Merged` (callers compare identity)."""
+MEMO_LIMIT = 4096
+"""Directory entries and folders remembered at most; past it the memos start over (they are only a short cut)."""
+
 
 def content_problem(data: bytes, oversize: bool) -> str | None:
     """Why bytes actually read from a context file keep it out of the prompt, or ``None``."""
@@ -146,22 +165,42 @@ class _Merger:
             raise error
         self.warnings.append(str(error))
 
-    def take(self, entry: ContextEntry, shown: str, real: str, info: os.stat_result, folder: str | None) -> bool:
-        """Add one file unless it is a duplicate or skipped; whether it was added."""
+    def take(
+        self,
+        entry: ContextEntry,
+        shown: str,
+        real: str,
+        info: os.stat_result,
+        folder: str | None,
+        memo: dict[str, Outcome] | None = None,
+    ) -> bool:
+        """Add one file unless it is a duplicate or skipped; whether it was added.
+
+        With ``memo`` (a directory entry's), the outcome is remembered for the
+        next boundary's hot path (see :meth:`entry`).
+        """
         first = self.seen.get(real)
         if first is not None:
             self.skipped.append(Skip(shown, real, entry.origin, f"duplicate of {first}", info.st_size))
             return False
+        sig = (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev)
         reason, size = classify(real, info, self.base)
         if reason is not None:
             if reason.startswith("refused: "):  # the file changed between the path check and the read
                 self.refuse(ContextOutsideRepository(f"Context path {reason[9:]}", shown, entry.origin))
-            self.skipped.append(Skip(shown, real, entry.origin, reason, size))
+            skip = Skip(shown, real, entry.origin, reason, size)
+            self.skipped.append(skip)
+            if memo is not None and not reason.startswith(("refused: ", "cannot be read: ")):
+                memo[real] = (sig, shown, skip, "")
             return False
-        self.seen[real] = entry.origin if folder is None else f"{entry.origin} ({shown})"
+        seen = self.seen[real] = entry.origin if folder is None else f"{entry.origin} ({shown})"
         description = entry.description if folder is None else f"{entry.description} (from directory)".strip()
         path = relative(real, self.base)
-        self.files.append(ContextFile(shown, real, path, entry.origin, description, size, folder))
+        made = ContextFile(shown, real, path, entry.origin, description, size, folder)
+        self.files.append(made)
+        FILES.vouch(real, sig)
+        if memo is not None:
+            memo[real] = (sig, shown, made, seen)
         return True
 
     def entry(self, entry: ContextEntry, flag: bool) -> None:
@@ -176,15 +215,37 @@ class _Merger:
             self.take(entry, entry.path, real, info, None)
             return
         folder = entry.path.rstrip("/") + "/" if entry.path.rstrip("/") else entry.path
-        count = 0
+        memo = _memo(_outcomes, (self.base, entry.origin, entry.description, folder))
+        count, limit, seen, remembered = 0, self.limit, self.seen, memo.get
+        keep, skip, vouch, now = self.files.append, self.skipped.append, FILES.vouch, time.monotonic()
         for shown, file_real, file_info in self.walk(entry, real, folder):
-            over = count >= self.limit and file_real not in self.seen
+            # The hot path of an unchanged file: its last outcome, when its signature and shown path are the same.
+            last = remembered(file_real) if count < limit and file_real not in seen else None
+            if last is not None and last[1] == shown:
+                sig = (
+                    file_info.st_mtime_ns,
+                    file_info.st_ctime_ns,
+                    file_info.st_size,
+                    file_info.st_ino,
+                    file_info.st_dev,
+                )
+                if last[0] == sig:
+                    outcome = last[2]
+                    if type(outcome) is Skip:
+                        skip(outcome)
+                    else:
+                        seen[file_real] = last[3]
+                        keep(outcome)  # type: ignore[arg-type]
+                        vouch(file_real, sig, now)
+                        count += 1
+                    continue
+            over = count >= limit and file_real not in seen
             if over and classify(file_real, file_info, self.base)[0] is None:
                 self.warnings.append(
                     f"Maximum file limit ({self.limit}) reached for directory {folder}\n  Skipped remaining files"
                 )
                 return
-            if self.take(entry, shown, file_real, file_info, folder):
+            if self.take(entry, shown, file_real, file_info, folder, memo):
                 count += 1
 
     def walk(self, entry: ContextEntry, top: str, shown_top: str) -> Iterator[tuple[str, str, os.stat_result]]:
@@ -218,11 +279,19 @@ class _Merger:
         folders: list[tuple[str, str]] = []
         try:
             with os.scandir(real_dir) as listing:
-                items = sorted(listing, key=lambda item: item.name)
+                items = list(listing)
         except OSError as exc:
             self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
             return files, folders
-        for item in items:
+        names = tuple([item.name for item in items])
+        order = _orders.get(real_dir)
+        if order is None or order[0] != names:  # a listing that changed at all is sorted afresh
+            order = (names, sorted(range(len(names)), key=names.__getitem__))
+            if len(_orders) >= MEMO_LIMIT:
+                _orders.clear()
+            _orders[real_dir] = order
+        for index in order[1]:
+            item = items[index]
             if item.name.lower() == ".git":
                 continue  # git's folder or a submodule's pointer file: never context
             shown = shown_dir + item.name
@@ -278,11 +347,50 @@ def _outside(shown: str, origin: str, target: str) -> ContextOutsideRepository:
 FLAGS = frozenset({"--context-file", "--context-dir"})
 
 
+def forget() -> None:
+    """Drop every cached read, classification and memo: the next merge starts cold (benchmarks, tests)."""
+    FILES.forget()
+    with _kinds_lock:
+        _kinds.clear()
+    _outcomes.clear()
+    _orders.clear()
+    _merged.clear()
+
+
+def _memo(
+    table: dict[tuple[str, str, str, str], dict[str, Outcome]], key: tuple[str, str, str, str]
+) -> dict[str, Outcome]:
+    memo = table.get(key)
+    if memo is None:
+        if len(table) >= MEMO_LIMIT:
+            table.clear()
+        memo = table[key] = {}
+    return memo
+
+
+def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
 def merge(
     root: Path, entries: Sequence[ContextEntry], *, strict: bool = True, limit: int = MAX_FILES_PER_DIRECTORY
 ) -> Merged:
-    """Apply the merging rules to one category's entries, in order."""
+    """Apply the merging rules to one category's entries, in order.
+
+    The very same :class:`Merged` comes back while nothing in it changed
+    (every file the same object, see ``_outcomes``), so what is built from it
+    (the file sources) can be kept by identity.
+    """
     merger = _Merger(root, strict, limit)
     for entry in entries:
         merger.entry(entry, entry.origin in FLAGS)
-    return Merged(tuple(merger.files), tuple(merger.skipped), tuple(merger.warnings))
+    files, skipped, warnings = tuple(merger.files), tuple(merger.skipped), tuple(merger.warnings)
+    key = (merger.base, tuple(entries), strict, limit)
+    last = _merged.get(key)
+    if last is not None and _same(last.files, files) and _same(last.skipped, skipped) and last.warnings == warnings:
+        return last
+    result = Merged(files, skipped, warnings)
+    if len(_merged) >= MEMO_LIMIT:
+        _merged.clear()
+    _merged[key] = result
+    return result

@@ -14,7 +14,6 @@ starts with ``---``, so the baseline reads as the reference shows.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
+from nia_core.context.source import Constant
 from nia_core.files import Content, Refused
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
@@ -47,6 +47,8 @@ CACHE_SIZE = 65536
 
 def file_key(prefix: str, path: str) -> str:
     """A stable, lowercase key for the file at ``path`` (canonical, relative to the root)."""
+    import hashlib  # on use: a project without such files (and `nia --help`) never loads OpenSSL
+
     return prefix + hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
@@ -201,7 +203,7 @@ def _static(
 ) -> ContextSource:
     return ContextSource(
         key=key,
-        load=lambda: value,
+        load=Constant(value),  # known fast: answered inline, no worker thread for a fixed text
         baseline=lambda current: prefix + render(current),
         update=lambda _old, current: f"The {title} changed. It now reads:\n\n{render(current)}",
         removal=lambda _old: f"The {title} given earlier no longer applies.",

@@ -76,13 +76,25 @@ def project_context(location: Location, config: ProjectConfig | None = None, *, 
     return ProjectContext(config, merged, service, service_path, (*merged.warnings, *warnings))
 
 
+_file_sources: dict[tuple[str, str, str, str], tuple[Sequence[ContextFile], tuple[ContextSource, ...]]] = {}
+
+
 def file_sources(
     files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str, root: Path
 ) -> tuple[ContextSource, ...]:
+    """One source per file; the very same tuple again for the very same ``files`` (an unchanged merge's)."""
     base = str(root)
-    return tuple(
+    memo_key = (prefix, fmt, element, base)
+    last = _file_sources.get(memo_key)
+    if last is not None and last[0] is files:
+        return last[1]
+    sources = tuple(
         file_source(file_key(prefix, f.path), f.canonical, f.path, f.description, fmt, element, base) for f in files
     )
+    if len(_file_sources) >= 1024:
+        _file_sources.clear()
+    _file_sources[memo_key] = (files, sources)
+    return sources
 
 
 def project_sections(context: ProjectContext, fmt: PromptFormat, root: Path) -> list[Section]:

@@ -83,9 +83,15 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def loaded(project: Path, *args: str) -> tuple[str, set[str]]:
+def loaded(project: Path, *args: str, env: dict[str, str] | None = None) -> tuple[str, set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=project, timeout=120, check=False
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=120,
+        check=False,
+        env=env,
     )
     assert done.returncode == 0, done.stderr
     _, _, modules = done.stderr.rpartition("\nMODULES ")
@@ -107,6 +113,21 @@ def test_help_lists_plugin_commands_and_workflows_without_loading_the_store_or_o
     assert modules & (OTHER_COMMANDS | {"nia_core.cli.context"}) == set()
 
 
+NOT_FOR_CONTEXT_SHOW = {
+    "nia_core.model",
+    "nia_core.providers",
+    "nia_core.project.workflow",
+    "zoneinfo",
+    "difflib",
+    "shutil",
+    "tempfile",
+    "hashlib",
+    "importlib.abc",
+}
+"""What ``context show`` has no use for: models and providers, workflows, the time zone database (no zone is
+configured), the hook-name checks (no misspelled hook), file copies, temporary files, digests (no prompt files)."""
+
+
 def test_context_show_loads_its_command_and_the_engine_only(project):
     loaded(project, "context", "show")
     stdout, modules = loaded(project, "context", "show")
@@ -114,6 +135,7 @@ def test_context_show_loads_its_command_and_the_engine_only(project):
     assert "nia_core.cli.context" in modules
     assert heavy(modules) == set()
     assert modules & OTHER_COMMANDS == set()
+    assert modules & NOT_FOR_CONTEXT_SHOW == set()
 
 
 def test_importing_the_command_line_loads_no_engine_until_a_command_runs():
@@ -126,3 +148,150 @@ def test_importing_the_command_line_loads_no_engine_until_a_command_runs():
     )
     modules = set(done.stdout.split())
     assert {"nia_core.context", "nia_core.model", "nia_core.host", "nia_core.runtime"} & modules == set()
+
+
+# -- the cached `nia --help` --------------------------------------------------------------------
+
+PLUGIN_HOST = {"pluggy", "nia_core.host.host", "nia_core.host.discovery", "nia_core.context", "nia_core.project.config"}
+"""What listing plugin commands imports; a cached ``--help`` imports none of it."""
+
+PACKAGE = """\
+import click
+from nia_core import hookimpl
+from nia_local_plugins.shelf.texts import HELP
+
+@hookimpl
+def nia_register_commands(cli):
+    @cli.command(help=HELP)
+    def shelve():
+        click.echo("shelved")
+"""
+
+
+def age(*paths: Path) -> None:
+    """Every file and folder under ``paths`` as if written an hour ago: old enough for the cache to trust."""
+    past = time.time() - 3600
+    for top in paths:
+        for path in [top, *top.rglob("*")]:
+            os.utime(path, (past, past))
+
+
+@pytest.fixture
+def cached(project: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The project after one ``nia --help`` wrote its rows, and the environment that finds them."""
+    package = project / ".nia" / "plugins" / "shelf"
+    package.mkdir()
+    (package / "__init__.py").write_text(PACKAGE)
+    (package / "texts.py").write_text('HELP = "Put things on the shelf."\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    env["NIA_CACHE_DIR"] = str(tmp_path / "cache")
+    age(project)
+    loaded(project, "--help", env=env)
+    assert list((tmp_path / "cache").glob("help-*.json")), "the first --help wrote no rows"
+    return project, env
+
+
+def help_of(project: Path, env: dict[str, str], *args: str) -> tuple[str, set[str]]:
+    """``nia ARGS --help``, checked against the same command with every cache off."""
+    stdout, modules = loaded(project, *args, "--help", env=env)
+    uncached, _ = loaded(project, *args, "--help", env={**env, "NIA_NO_CACHE": "1"})
+    assert stdout == uncached
+    return stdout, modules
+
+
+def test_a_cached_help_lists_plugin_commands_without_importing_any_plugin(cached):
+    project, env = cached
+    stdout, modules = help_of(project, env)
+    assert "greet" in stdout and "Greet from a local plugin." in stdout
+    assert "shelve" in stdout and "Put things on the shelf." in stdout
+    assert "issue" in stdout and "Work with issues" in stdout
+    assert modules & PLUGIN_HOST == set()
+    assert not any(m.startswith(("nia_local_plugins", "nia_plugins")) for m in modules)
+    assert {"shutil", "logging", "dataclasses", "hashlib", "tempfile"} & modules == set()  # pathlib: editable finder
+    assert heavy(modules) == set()
+
+
+def test_a_plugin_command_added_or_removed_shows_at_once(cached):
+    project, env = cached
+    (project / ".nia" / "plugins" / "late.py").write_text(
+        PLUGIN.replace("greet", "wave").replace("Greet from a local plugin.", "Wave from a late plugin.")
+    )
+    stdout, _ = help_of(project, env)
+    assert "Wave from a late plugin." in stdout
+    (project / ".nia" / "plugins" / "acme.py").unlink()
+    stdout, _ = help_of(project, env)
+    assert "greet" not in stdout and "wave" in stdout
+
+
+def test_editing_a_module_a_plugin_imports_shows_at_once(cached):
+    project, env = cached
+    (project / ".nia" / "plugins" / "shelf" / "texts.py").write_text('HELP = "Take things off the shelf."\n')
+    stdout, _ = help_of(project, env)
+    assert "Take things off the shelf." in stdout and "Put things" not in stdout
+
+
+@pytest.mark.parametrize("how", ["config", "flag", "environment"])
+def test_a_plugin_switched_off_loses_its_command_at_once(cached, how):
+    project, env = cached
+    args: tuple[str, ...] = ()
+    if how == "config":
+        (project / ".nia" / "project.toml").write_text('[plugins]\ndisabled = ["acme"]\n')
+    elif how == "flag":
+        args = ("-p", "no:acme")
+    else:
+        env = {**env, "NIA_DISABLE_PLUGINS": "acme"}
+    stdout, _ = help_of(project, env, *args)
+    assert "greet" not in stdout and "shelve" in stdout
+
+
+def test_a_plugins_dir_and_a_new_workflow_target_show_at_once(cached, tmp_path):
+    project, env = cached
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "far.py").write_text(PLUGIN.replace("greet", "beam").replace("Greet from", "Beam from"))
+    stdout, _ = help_of(project, env, "--plugins-dir", str(extra))
+    assert "Beam from a local plugin." in stdout
+    with (project / ".nia" / "commands.toml").open("a") as out:
+        out.write('\n[[workflows]]\ntarget = "release"\ndescription = "Cut a release"\n')
+    stdout, _ = help_of(project, env)
+    assert "Cut a release" in stdout and "beam" not in stdout
+
+
+def test_an_installed_plugin_shows_at_once_and_goes_with_its_distribution(cached, tmp_path):
+    project, env = cached
+    site = tmp_path / "site"
+    (site / "acme_pack").mkdir(parents=True)
+    (site / "acme_pack" / "__init__.py").write_text(PLUGIN.replace("greet", "pack").replace("Greet from", "Pack from"))
+    env = {**env, "PYTHONPATH": str(site)}
+    age(site)
+    loaded(project, "--help", env=env)  # cached with the folder empty of distributions
+    info = site / "acme_pack-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-pack\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[nia]\nacme-pack = acme_pack\n")
+    stdout, _ = help_of(project, env)
+    assert "Pack from a local plugin." in stdout
+    age(site)
+    loaded(project, "--help", env=env)  # cached with the distribution
+    for path in sorted(info.iterdir()):
+        path.unlink()
+    info.rmdir()
+    stdout, _ = help_of(project, env)
+    assert "Pack from" not in stdout
+
+
+def test_a_broken_plugin_is_reported_by_every_help_never_cached(cached):
+    project, env = cached
+    (project / ".nia" / "plugins" / "bad.py").write_text("x = (\n")
+    age(project)
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, "--help"], capture_output=True, text=True, cwd=project, env=env, timeout=120
+        )
+        assert "plugin 'bad': failed to import" in done.stderr
+        assert "greet" in done.stdout
+
+
+def test_the_global_options_before_help_apply_to_the_listing(project):
+    stdout, _ = loaded(project, "-p", "no:acme", "--help")
+    assert "greet" not in stdout and "issue" in stdout

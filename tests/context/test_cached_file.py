@@ -204,3 +204,43 @@ def test_a_slow_first_read_of_a_cached_file_times_out(tmp_path: Path) -> None:
             initialize(ctx)
     finally:
         gate.set()
+
+
+def test_a_vouched_stat_stands_in_for_one_peek_only_and_not_for_long(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nia_core.files as files
+
+    cache = StatCache()
+    path = _files(tmp_path, 1)[0]
+    loader = cache.loader(path, root=tmp_path)
+    value = loader()
+    stats: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(files.os, "stat", lambda p, *a, **k: stats.append(str(p)) or real_stat(p, *a, **k))
+
+    cache.vouch(str(path), files.signature(real_stat(path)))
+    assert loader.peek() is value and stats == []  # the walk's stat served
+    assert loader.peek() is value and stats == [str(path)]  # used once: the next peek stats again
+
+    clock = [1000.0]
+    monkeypatch.setattr(files.time, "monotonic", lambda: clock[0])
+    cache.vouch(str(path), files.signature(real_stat(path)))
+    clock[0] += files.VOUCH_SECONDS + 0.1
+    assert loader.peek() is value and len(stats) == 2  # too old: stat'ed afresh
+
+    cache.vouch(str(path), (0, 0, 0, 0, 0))  # a vouch for another signature never answers for this content
+    path.write_text("changed!")
+    assert loader.peek() is MISS
+
+
+def test_a_constant_loader_is_answered_inline(threads_started: list[str]) -> None:
+    from nia_core.context.source import Constant
+
+    ctx = SystemContext([_source("t/role", Constant("be brief")), _source("t/task", Constant({"x": 1}))])
+    generation = initialize(ctx)
+    threads_started.clear()
+    result = reconcile(ctx, generation.snapshot)
+    assert isinstance(result, Unchanged)
+    assert [o.status for o in result.observations] == ["ok", "ok"]
+    assert threads_started == []
