@@ -47,7 +47,6 @@ import json
 import secrets
 import threading
 import time
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -161,7 +160,6 @@ class PostgresStore(Transactions, Store):
         self._texts_size = 0
         self._known: set[str] = set()
         self._cache_lock = threading.Lock()
-        self._server_started = weakref.WeakKeyDictionary()
         self._local = threading.local()
         try:
             info = conninfo_to_dict(url)
@@ -572,30 +570,15 @@ class PostgresStore(Transactions, Store):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
         refuse_unsendable(session_id, message)
 
-        def work(tx: _Tx) -> Any:
-            # Locked so a concurrent promote sees this input wholly before or wholly after it. The session as
-            # this leaves it is read under the lock in the same round trip; COMMIT is the second one.
-            row = (message.kind, message_body(message), now(), session_id)
-            lock = tx.send("SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,))
-            tx.send(
-                "INSERT INTO pending (session_id, kind, body, created) SELECT id, %s, %s, %s FROM sessions"
-                " WHERE id = %s",
-                row,
+        def build() -> _Call:
+            token = self._token()
+            return _Call(
+                "SELECT nia_enqueue(%s, %s, %s, %s, %s)",
+                (token, session_id, message.kind, message_body(message), now()),
+                token,
             )
-            view = tx.send("SELECT nia_view(%s)", (session_id,))
-            if lock.fetchone() is None:
-                raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            tx.prove(
-                "pending",
-                "SELECT EXISTS (SELECT 1 FROM pending WHERE session_id = %s AND kind = %s AND body = %s"
-                " AND created = %s)",
-                (session_id, *row[:3]),
-            )
-            return view.fetchone()[0]  # type: ignore[index]
 
-        raw = self._run(session_id, "keep the input", work, write=True)
-        if raw is not None:
-            self._leave(session_id, raw)
+        self._settled(session_id, self._call(session_id, "keep the input", build))
 
     def promote(self, session_id: str, *, location: str) -> list[Message]:
         def build() -> _Call:

@@ -123,6 +123,20 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
                 RETURN false;
             END
             $$""",
+            # enqueue(): input kept pending, under the session's row lock (a concurrent promote sees it wholly
+            # before or wholly after).
+            """CREATE FUNCTION nia_enqueue(p_token TEXT, p_session TEXT, p_kind TEXT, p_body TEXT, p_created TEXT)
+            RETURNS json LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM 1 FROM sessions WHERE id = p_session FOR NO KEY UPDATE;
+                IF NOT FOUND THEN
+                    RETURN json_build_object('error', 'unknown');
+                END IF;
+                INSERT INTO pending (session_id, kind, body, created) VALUES (p_session, p_kind, p_body, p_created);
+                PERFORM nia_written(p_token, 'null');
+                RETURN json_build_object('ok', NULL, 'view', nia_view(p_session));
+            END
+            $$""",
             # promote(): every pending input into the history, in order, fenced on an active epoch at
             # p_location; the session's row lock keeps seq gap-free and each input promoted once.
             """CREATE FUNCTION nia_promote(p_token TEXT, p_session TEXT, p_location TEXT, p_kinds TEXT[],

@@ -13,7 +13,6 @@ import json
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -114,10 +113,6 @@ class _Call:
     read: dict[str, str] = field(default_factory=dict)
 
 
-WRITTEN = "SELECT EXISTS (SELECT 1 FROM nia_writes WHERE token = %s AND result IS NOT NULL)"
-"""Evidence that a function's write committed: its token row, with a result (a recovery's tombstone has none)."""
-
-
 class _Lost(Exception):
     """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
 
@@ -144,19 +139,14 @@ class Transactions:
     _kwargs: dict[str, Any]
     _pool: psycopg_pool.ConnectionPool[Any]
 
-    _server_started: weakref.WeakKeyDictionary[Any, str]
-    """When the server each connection talks to started: a lost write on it is resolved by its token while the
-    server is still that one."""
     _local: threading.local
     """``views``: the session as this thread's last write to it left it (raw ``nia_view`` JSON), by session id."""
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         """Wait at most ``timeout`` for a session's row lock, unless the URL or server chose a limit."""
-        row = conn.execute("SELECT current_setting('lock_timeout'), pg_postmaster_start_time()::text").fetchone()
+        row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
         if row is not None and row[0] == "0":
             conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")  # type: ignore[arg-type]
-        if row is not None:
-            self._server_started[conn] = str(row[1])
 
     # -- the session as this thread's last write left it --------------------------------
 
@@ -272,13 +262,10 @@ class Transactions:
         import psycopg
         from psycopg.pq import TransactionStatus
 
-        started = ""
         tx: _Tx | None = None
         try:
             with self._connection(deadline) as conn:
-                started = self._server_started.get(conn, "")
                 tx = _Tx(conn, stored=call.stored, read=call.read)
-                tx.prove("write", WRITTEN, (call.token,))
                 try:
                     # One round trip: everything is sent, then the one Sync is answered.
                     with conn.pipeline():
@@ -296,7 +283,7 @@ class Transactions:
         except psycopg.Error as exc:
             if _is_lost_connection(exc):
                 # Once sent it may have committed: its token says (see _commit_outcome).
-                lost = _Lost(exc, None, tx is not None, tx, None, started)
+                lost = _Lost(exc, None, tx is not None, tx, None, "")
                 lost.token = call.token
                 raise lost from exc
             raise
@@ -342,18 +329,15 @@ class Transactions:
             try:
                 # A connection of its own: after a restart the pool may still be backing off.
                 with psycopg.connect(self._conninfo, **self._kwargs) as conn:
-                    row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
-                    same_server = row is not None and row[0] == lost.started
-                    if same_server and lost.token is not None:
+                    if lost.token is not None:
                         return self._settle(conn, lost)
-                    if same_server and lost.xid is not None:
+                    row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
+                    if row is not None and row[0] == lost.started and lost.xid is not None:
                         status = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
                         if status is not None and status[0] in ("committed", "aborted"):
                             return str(status[0])
                     else:
                         verdict = self._verify(conn, lost.tx)
-                        if verdict and lost.token is not None:
-                            lost.result = self._recorded(conn, lost.token)
                         if verdict is not None:
                             return "committed (evidence)" if verdict else "aborted"
                         break
@@ -372,28 +356,24 @@ class Transactions:
             session_id,
         )
 
-    def _settle(self, conn: psycopg.Connection[Any], lost: _Lost) -> str:
-        """A function's write whose answer was lost, on the server it ran on: ``committed`` or ``aborted``, for good.
+    @staticmethod
+    def _settle(conn: psycopg.Connection[Any], lost: _Lost) -> str:
+        """A function's write whose answer was lost: ``committed`` (its result read back) or ``aborted``, for good.
 
-        Inserting its token waits for the write while it still runs; when the
-        write did not commit, the token stays taken (a tombstone, no result), so
-        the write fails should it ever still run. Exact, like ``pg_xact_status``.
+        Its token row is in the write's own transaction, so it is there exactly
+        when the write committed, before a server restart or after one (unlike
+        a transaction id, a token is never handed out again). Inserting the
+        token waits for the write while it still runs; when the write did not
+        commit, the token stays taken (a tombstone, no result), so the write
+        fails should it still run later.
         """
         assert lost.token is not None
         conn.execute("INSERT INTO nia_writes (token) VALUES (%s) ON CONFLICT (token) DO NOTHING", (lost.token,))
-        result = self._recorded(conn, lost.token)
-        if result is None:
-            return "aborted"
-        lost.result = result
-        return "committed"
-
-    @staticmethod
-    def _recorded(conn: psycopg.Connection[Any], token: str) -> dict[str, Any] | None:
-        """What the write with ``token`` returned, as its function recorded it (``None``: it never committed)."""
-        row = conn.execute("SELECT result FROM nia_writes WHERE token = %s", (token,)).fetchone()
+        row = conn.execute("SELECT result FROM nia_writes WHERE token = %s", (lost.token,)).fetchone()
         if row is None or row[0] is None:
-            return None
-        return {"ok": json.loads(row[0])}
+            return "aborted"
+        lost.result = {"ok": json.loads(row[0])}
+        return "committed"
 
     @staticmethod
     def _verify(conn: psycopg.Connection[Any], tx: _Tx | None) -> bool | None:
@@ -403,12 +383,9 @@ class Transactions:
         if not tx.evidence:
             return True  # it wrote no rows: there is nothing to lose or duplicate
         found = []
-        for what, query, params in tx.evidence:
+        for _what, query, params in tx.evidence:
             row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
-            verdict = row[0] if row else None
-            if what == "pending" and not verdict:
-                return None  # gone, or promoted by another runner since: the rows cannot tell
-            found.append(verdict)
+            found.append(row[0] if row else None)
         if all(v is True for v in found):
             return True
         if all(v is False for v in found):
