@@ -4,12 +4,12 @@ The same tables and versioned migrations as the SQLite store (``schema_version``
 reached through a ``psycopg_pool.ConnectionPool``. Every write is one server-side
 transaction:
 
-- the writes of every turn (``promote``, ``admit_update``, ``append``) are
-  functions the schema installs (migration 3): ``BEGIN``, the call and
-  ``COMMIT`` go in one pipelined round trip, and the function answers with its
-  result and the session as it leaves it (``nia_view``), read under its lock,
-  so the boundary need not read it again (:meth:`PostgresStore.view` with
-  ``after_write``); a turn is five round trips, six when it admits a change;
+- the writes of every turn (``enqueue``, ``promote``, ``admit_update``,
+  ``append``) are functions the schema installs (migration 3): ``BEGIN``, the
+  call and ``COMMIT`` go in one pipelined round trip, and the function answers
+  with its result and the session as it leaves it (``nia_view``), read under
+  its lock, so the boundary need not read it again (:meth:`PostgresStore.view`
+  with ``after_write``); a turn is four round trips, five when it admits a change;
 - the other writes are statements sent in pipeline mode (``BEGIN`` travels
   with the first query, the trailing writes with ``COMMIT``: two round trips);
 - writes that extend a session's history lock its row first
@@ -27,12 +27,13 @@ A lost connection (a terminated backend, a restarted server) is retried until
 ``timeout``. When it is lost while committing, the outcome is looked up before
 anything is redone: a function's write by the token it recorded with its result
 (``nia_writes``; inserting the token ourselves waits for a write still running
-and fences one that never committed), another write by its transaction id
+and fences one that never committed; a token is never reused, so this holds
+across a crash-restart), another write by its transaction id
 (``pg_xact_status``) while the server is the one that ran it, and after a
 crash-restart (which may hand the same id out again) by the rows the
 transaction wrote. Committed work is returned, aborted work is redone, and when
-the rows cannot tell (input that may already have been promoted) the error says
-to check before resending; so nothing is lost or stored twice. psycopg is
+the rows cannot tell (a session others moved on meanwhile) the error says to
+check before resending; so nothing is lost or stored twice. psycopg is
 imported only when this store is opened, so nia works without it.
 
 Three modules: the schema, its migrations and functions (``postgres_schema``),
