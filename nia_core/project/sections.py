@@ -11,7 +11,6 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.context import ContextSource, Location
@@ -27,6 +26,7 @@ from nia_core.project.prompt import (
     service_source,
 )
 from nia_core.project.toml import ConfigError
+from nia_core.records import record
 
 log = logging.getLogger("nia.project")
 
@@ -34,7 +34,7 @@ Section = tuple[Callable[[str], ContextSource], tuple[ContextSource, ...]]
 """A prompt section: a builder for its first source (given its separator prefix), then the rest."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProjectContext:
     """What category 1 holds at one Location, with what was skipped on the way."""
 
