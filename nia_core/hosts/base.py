@@ -77,6 +77,12 @@ class HostAdapter:
     """What the host loads itself, per version range (newest last)."""
     host_version: Callable[[str | None], tuple[int, ...] | None]
     """The host's version, read from its transcript when it says (``None``: unknown)."""
+    compaction: str = ""
+    """A regular expression for the record a compaction leaves in the host's transcript: the model sees
+    nothing written before the last one (``""``: the host's compactions are not recognised)."""
+    compaction_recorded_first: bool = False
+    """Whether that record is written before the host runs ``SessionStart`` (``compact``), so the
+    hook can tell a compaction nia already answered from a new one (measured per host)."""
 
     def parse(self, data: bytes | str) -> HookInput:
         """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""
