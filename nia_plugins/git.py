@@ -20,11 +20,11 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
+from nia_core.records import record
 
 NIA_NAMESPACE = "nia"
 KEY = "nia/git"
@@ -35,7 +35,7 @@ _files = StatCache()
 # -- settings -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """``[plugins.nia-git]`` in ``.nia/project.toml``."""
 
@@ -78,7 +78,7 @@ def settings_from(config: dict[str, Any]) -> Settings:
 # -- finding the repository ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Repository:
     worktree: str
     """The folder holding ``.git``."""
@@ -213,7 +213,7 @@ def find_repository(start: str) -> Repository | None:
 # -- the value ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GitStatus:
     """What the model is told; compared by value, so equal states cost no message."""
 
@@ -386,7 +386,7 @@ def git_executable(worktree: str) -> str | None:
     return _which(os.environ.get("PATH", os.defpath), os.path.realpath(worktree))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Budget:
     """The time one observation's git calls share: together they never take longer than ``seconds``."""
 
@@ -498,7 +498,7 @@ def _label(xy: str) -> str:
     return " and ".join(words) or "changed"
 
 
-@dataclass
+@record
 class _Parsed:
     oid: str = ""
     head: str = ""

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from nia_core.errors import NiaError
@@ -28,6 +28,7 @@ from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInpu
 from nia_core.hosts.output import SPILLED, fit, spilled_texts
 from nia_core.hosts.settings import deliver_native_files
 from nia_core.hosts.transcript import Transcript
+from nia_core.records import record
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -40,7 +41,7 @@ RESEND_DEPTH = 20
 """How many admitted texts back the transcript check looks for one that arrived."""
 
 
-@dataclass
+@record
 class HookRun:
     """What one hook invocation prints, and what it logs."""
 

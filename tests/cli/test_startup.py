@@ -117,6 +117,8 @@ NOT_FOR_CONTEXT_SHOW = {
     "nia_core.model",
     "nia_core.providers",
     "nia_core.project.workflow",
+    "nia_core.project.merge",
+    "nia_core.project.prompt",
     "zoneinfo",
     "difflib",
     "shutil",
@@ -124,8 +126,9 @@ NOT_FOR_CONTEXT_SHOW = {
     "hashlib",
     "importlib.abc",
 }
-"""What ``context show`` has no use for: models and providers, workflows, the time zone database (no zone is
-configured), the hook-name checks (no misspelled hook), file copies, temporary files, digests (no prompt files)."""
+"""What ``context show`` has no use for: models and providers, workflows, project context merging (no
+project.toml), the time zone database (no zone is configured), the hook-name checks (no misspelled hook), file
+copies, temporary files, digests (no prompt files)."""
 
 
 def test_context_show_loads_its_command_and_the_engine_only(project):
