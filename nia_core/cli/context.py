@@ -37,7 +37,7 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks
     host.report_observations(assembly, result.observations)  # names the plugin of a hung loader; --strict fails
     generation = result.generation
-    sizes = {key: len(text.encode()) for key, text in generation.parts}
+    sizes = generation.sizes()
     unavailable = [o.key for o in result.observations if not o.available]
     if as_json:
         sources = [
