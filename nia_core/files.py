@@ -32,9 +32,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from nia_core.records import record
 
 Signature = tuple[int, int, int, int, int]
 
@@ -94,7 +95,7 @@ HARD_LINKED = "has more than one hard link (another name of the file may lie out
 """Why a project file with several names is refused: nia cannot tell where the other names are."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Content:
     """What was read from one opened and checked file."""
 

@@ -8,23 +8,24 @@ lower them to a wire format. They live here, below ``sessions`` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nia_core.errors import NiaError, UsageError
+from nia_core.records import record
 
 MessageKind = Literal["user", "assistant", "tool_result", "system_update", "summary"]
 MESSAGE_KINDS: tuple[MessageKind, ...] = ("user", "assistant", "tool_result", "system_update", "summary")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Message:
     """One entry of the durable history.
 
@@ -68,7 +69,7 @@ def message_content(message: Message) -> dict[str, Any]:
     return content
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelRequest:
     """Everything a provider needs for one call: the epoch's baseline and projected history."""
 
@@ -79,7 +80,7 @@ class ModelRequest:
     messages: tuple[Message, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -87,7 +88,7 @@ class Usage:
     cache_write_tokens: int = 0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Reply:
     """What a provider answered."""
 

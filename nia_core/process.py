@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -70,6 +69,8 @@ def _flush() -> None:
 
 def run(command: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Run a console command (a click command in standalone mode) as a whole process."""
+    import signal  # here, not at import: the agent hooks import this module but never run() it
+
     from nia_core.stdio import redirect_fd
 
     with contextlib.suppress(ValueError):  # not the main thread: keep Python's handler

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import platform
+import os
 from typing import Any
 
 from nia_core import ContextSource, Location, hookimpl
@@ -22,12 +22,22 @@ def _render(value: dict[str, Any]) -> str:
     )
 
 
+def _platform() -> str:
+    """``linux (x86_64)``: on POSIX from ``os.uname()``, as :mod:`platform` reads it (importing that costs ~1.5 ms)."""
+    if hasattr(os, "uname"):
+        uname = os.uname()
+        return f"{uname.sysname.lower()} ({uname.machine})"
+    import platform
+
+    return f"{platform.system().lower()} ({platform.machine()})"
+
+
 def environment_source(location: Location) -> ContextSource:
     value = {
         "cwd": str(location.path),
         "root": str(location.root),
         "git": location.is_git,
-        "platform": f"{platform.system().lower()} ({platform.machine()})",
+        "platform": _platform(),
     }
     return ContextSource(
         key="nia/environment",

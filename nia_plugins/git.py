@@ -20,11 +20,11 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
+from nia_core.records import record
 
 NIA_NAMESPACE = "nia"
 KEY = "nia/git"
@@ -35,7 +35,7 @@ _files = StatCache()
 # -- settings -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """``[plugins.nia-git]`` in ``.nia/project.toml``."""
 
@@ -78,7 +78,7 @@ def settings_from(config: dict[str, Any]) -> Settings:
 # -- finding the repository ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Repository:
     worktree: str
     """The folder holding ``.git``."""
@@ -213,7 +213,7 @@ def find_repository(start: str) -> Repository | None:
 # -- the value ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GitStatus:
     """What the model is told; compared by value, so equal states cost no message."""
 
@@ -352,17 +352,27 @@ def clean_environment() -> dict[str, str]:
     return env
 
 
+def _git_in(folder: str) -> str | None:
+    """``shutil.which("git", path=folder)``; on POSIX without importing shutil (and bz2, lzma), ~2 ms a process."""
+    if os.name == "nt":  # PATHEXT and friends
+        import shutil
+
+        return shutil.which("git", path=folder)
+    candidate = os.path.join(folder, "git")
+    if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
+        return candidate
+    return None
+
+
 @lru_cache(maxsize=8)
 def _which(path_variable: str, worktree: str) -> str | None:
     """``git`` on PATH, skipping relative entries ("." would run a `git` shipped in the repository)
     and any folder inside the work tree."""
-    import shutil  # only inside a repository: imported with git's first call, like subprocess
-
     inside = worktree.rstrip(os.sep) + os.sep
     for folder in path_variable.split(os.pathsep):
         if not os.path.isabs(folder):
             continue
-        found = shutil.which("git", path=folder)
+        found = _git_in(folder)
         if found is None:
             continue
         real = os.path.realpath(found)
@@ -376,7 +386,7 @@ def git_executable(worktree: str) -> str | None:
     return _which(os.environ.get("PATH", os.defpath), os.path.realpath(worktree))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Budget:
     """The time one observation's git calls share: together they never take longer than ``seconds``."""
 
@@ -488,7 +498,7 @@ def _label(xy: str) -> str:
     return " and ".join(words) or "changed"
 
 
-@dataclass
+@record
 class _Parsed:
     oid: str = ""
     head: str = ""

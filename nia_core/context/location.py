@@ -5,11 +5,12 @@ Pure data; finding the project root on disk is :func:`nia_core.project.locate`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+from nia_core.records import record
 
-@dataclass(frozen=True)
+
+@record(frozen=True)
 class Location:
     path: Path
     """The resolved working directory."""

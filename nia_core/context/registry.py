@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, NoReturn
 
 from nia_core.context.concurrent import call_all
@@ -23,6 +23,7 @@ from nia_core.context.location import Location
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
+from nia_core.records import record
 
 log = logging.getLogger("nia.registry")
 
@@ -30,7 +31,7 @@ Producer = Callable[[Location], Any]
 ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Contribution:
     key: str
     producer: Producer
@@ -51,7 +52,7 @@ class Contribution:
         return (self.priority, self.key)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Problem:
     """A contribution that was left out of this load, and why."""
 
@@ -70,7 +71,7 @@ class Problem:
         return f"{self.contributor}: {self.message}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Assembly:
     """One load of a Location's context."""
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from nia_core.context.codec import JSON, Codec
 from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
 from nia_core.files import CachedFile
+from nia_core.records import record
 
 
 class Unavailable(enum.Enum):
@@ -55,7 +56,7 @@ class Constant:
         return f"Constant({self.value!r})"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class ContextSource:
     """A keyed value the model should know about, with the text that tells it.
 

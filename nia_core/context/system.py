@@ -15,7 +15,6 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from nia_core.context.codec import canonical_json
@@ -24,6 +23,7 @@ from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError
 from nia_core.process import is_user_interrupt
+from nia_core.records import record
 from nia_core.stdio import PLUGIN_CODE
 
 SEPARATOR = "\n\n"
@@ -121,7 +121,7 @@ class SystemContext:
         return f"SystemContext({list(self.keys)})"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Generation:
     """A baseline's text and the snapshot it was rendered from."""
 
@@ -150,21 +150,21 @@ class Generation:
 ChangeKind = Literal["added", "updated", "removed"]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Change:
     key: str
     kind: ChangeKind
     text: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Unchanged:
     """Nothing to tell the model; the snapshot stays as it is."""
 
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Updated:
     """One combined mid-conversation system message and the snapshot it advances to."""
 
@@ -174,7 +174,7 @@ class Updated:
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReplacementReady:
     """The baseline must be (or was asked to be) replaced; here is the fresh one."""
 
@@ -183,7 +183,7 @@ class ReplacementReady:
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReplacementBlocked:
     """A replacement is needed but admitted sources are unavailable; keep the old baseline."""
 

@@ -22,11 +22,12 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from nia_core.host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
+from nia_core.records import record
 
 log = logging.getLogger("nia.host")
 
@@ -36,7 +37,7 @@ RACY_NS = 2_000_000_000
 VALUE_PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EntryPointRecord:
     """One entry point as found by the scan: enough to list it and import it."""
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, Literal
+
+from nia_core.records import record
 
 Origin = Literal["built-in", "entry point", "local file"]
 
 
-@dataclass
+@record
 class PluginInfo:
     name: str
     origin: Origin
@@ -40,7 +42,7 @@ class PluginInfo:
         return data
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookProblem:
     """One plugin's hook implementation that raised or answered nonsense: the data, rendered only at the edge."""
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from nia_core.records import record
 
 EVENTS = ("SessionStart", "UserPromptSubmit")
 """The hook events nia answers. Any other event gets no output."""
@@ -23,7 +25,7 @@ class HostInputError(ValueError):
     """The hook's stdin is not what the host documents (named in the message)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HookInput:
     """One hook invocation, as the host described it on stdin."""
 
@@ -36,7 +38,7 @@ class HookInput:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class NativeFiles:
     """Instruction files a host loads into every session on its own, for a range of its versions."""
 
@@ -57,7 +59,7 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HostAdapter:
     """One agent host: how its hooks talk, what it loads itself, where its settings live."""
 
@@ -75,6 +77,12 @@ class HostAdapter:
     """What the host loads itself, per version range (newest last)."""
     host_version: Callable[[str | None], tuple[int, ...] | None]
     """The host's version, read from its transcript when it says (``None``: unknown)."""
+    compaction: str = ""
+    """A regular expression for the record a compaction leaves in the host's transcript: the model sees
+    nothing written before the last one (``""``: the host's compactions are not recognised)."""
+    compaction_recorded_first: bool = False
+    """Whether that record is written before the host runs ``SessionStart`` (``compact``), so the
+    hook can tell a compaction nia already answered from a new one (measured per host)."""
 
     def parse(self, data: bytes | str) -> HookInput:
         """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""

@@ -13,6 +13,10 @@ binary (``tests/agents``, ``docs/hosts.md``):
 - It loads ``AGENTS.md`` and ``CLAUDE.md`` into every session itself, and after
   an edit appends a whole new copy at the next turn.
 - Its transcript lines carry ``"version": "2.1.328"``.
+- ``claude -p /compact`` summarises, runs SessionStart ``compact`` and only
+  then writes the ``"subtype":"compact_boundary"`` line; the history after it
+  is the summary alone. ``claude -p /clear`` starts a new session id with
+  SessionStart ``clear``.
 """
 
 from __future__ import annotations
@@ -34,4 +38,6 @@ ADAPTER = HostAdapter(
         ),
     ),
     host_version=lambda path: version_field(path, "version"),
+    compaction='"subtype":"compact_boundary"',
+    compaction_recorded_first=False,
 )

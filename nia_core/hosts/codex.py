@@ -15,6 +15,17 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 - It loads ``AGENTS.md`` itself (not ``CLAUDE.md``); after an edit it sends the
   new file at the next turn, saying it replaces the earlier one.
 - Its rollout (transcript) starts with ``"cli_version": "0.169.0"``.
+- Compaction (``core/src/session/mod.rs`` ``replace_compacted_history``,
+  ``core/src/hook_runtime.rs`` ``run_pending_session_start_hooks``, checked
+  with the binary): the rollout gets a ``"type":"compacted"`` line, then the
+  queued SessionStart sources run in order: before a resumed turn ``resume``
+  then ``compact``, mid-turn ``compact`` alone (the binary runs it before the
+  tool call's follow-up; the ``core/src/session/turn.rs`` read, of another
+  version, left it for the next turn). The rebuilt history keeps the user
+  prompts and the summary and drops every hook message.
+- ``/clear`` (terminal UI, through the app-server's ``thread/start`` with
+  ``sessionStartSource: "clear"``) starts a new thread: a new ``session_id``
+  with SessionStart ``clear``. ``codex exec`` cannot clear.
 """
 
 from __future__ import annotations
@@ -36,4 +47,6 @@ ADAPTER = HostAdapter(
         ),
     ),
     host_version=lambda path: version_field(path, "cli_version"),
+    compaction='"type":"compacted"',
+    compaction_recorded_first=True,
 )

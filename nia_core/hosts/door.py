@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from nia_core.errors import NiaError
@@ -28,6 +28,7 @@ from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInpu
 from nia_core.hosts.output import SPILLED, fit, spilled_texts
 from nia_core.hosts.settings import deliver_native_files
 from nia_core.hosts.transcript import Transcript
+from nia_core.records import record
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -40,7 +41,7 @@ RESEND_DEPTH = 20
 """How many admitted texts back the transcript check looks for one that arrived."""
 
 
-@dataclass
+@record
 class HookRun:
     """What one hook invocation prints, and what it logs."""
 
@@ -96,13 +97,44 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         if session.location != str(location.path):
             runtime.move(store, session.id, location)  # the agent changed folders: its context is rebuilt there
         missing: list[str] = []
-        if hook.event == "SessionStart" and hook.source in STARTS:
+        starts = hook.event == "SessionStart" and hook.source in STARTS
+        if starts and not _answered(adapter, hook, store, session.id, location.root):
             report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
         else:
-            if not _in_flight(hook, session.id):
-                missing = _missing(adapter, store, session.id, hook.transcript_path, location.root)
-            report = runtime.boundary(store, session.id, leave_out=leave_out)
+            gone = False
+            if not starts and not _in_flight(hook, session.id):
+                missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
+            if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
+                missing = []
+                reason = f"{adapter.title}: nia's context is gone from its transcript"
+                report = runtime.start_over(store, session.id, reason=reason, leave_out=leave_out)
+                entry.warnings.append(
+                    f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
+                )
+            else:
+                report = runtime.boundary(store, session.id, leave_out=leave_out)
         _report(adapter, hook, report, missing, location.root, result)
+
+
+def _answered(
+    adapter: HostAdapter, hook: HookInput, store: Store, session_id: str, root: os.PathLike[str] | str
+) -> bool:
+    """Whether a ``SessionStart`` (``compact``) is for a compaction nia already started a new epoch for.
+
+    Codex 0.169.0 compacts before a resumed turn and then runs SessionStart
+    ``resume`` and ``compact`` in that order (codex-rs core/src/hook_runtime.rs
+    ``run_pending_session_start_hooks``); the ``resume`` hook finds the epoch
+    compacted away and starts a new one, which the ``compact`` hook then
+    finds after the transcript's compaction record: it must not say it twice.
+    Only for hosts that write that record before the hook runs.
+    """
+    if hook.source != "compact" or not adapter.compaction or not adapter.compaction_recorded_first:
+        return False
+    transcript = Transcript.open(hook.transcript_path, adapter.compaction)
+    if transcript is None or not transcript.is_compacted():
+        return False
+    epoch = store.state(session_id).epoch
+    return epoch is not None and transcript.contains(_printed(adapter, epoch.baseline, root))
 
 
 def _in_flight(hook: HookInput, session_id: str) -> bool:
@@ -126,19 +158,22 @@ def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> s
 
 def _missing(
     adapter: HostAdapter, store: Store, session_id: str, transcript_path: str | None, root: os.PathLike[str] | str
-) -> list[str]:
+) -> tuple[list[str], bool]:
     """Admitted texts of the active epoch that never reached the host's transcript, oldest first.
 
     The newest admitted text is looked up first, then older ones, until one
     is found: the ones after it are what the host lost (a crash, dropped
-    output). Without a readable transcript nothing is concluded.
+    output). Only the transcript after its last compaction record counts
+    (the model sees nothing before it). The flag says none of the texts is
+    there: the epoch is gone. Without a readable transcript nothing is
+    concluded.
     """
-    transcript = Transcript.open(transcript_path)
+    transcript = Transcript.open(transcript_path, adapter.compaction)
     if transcript is None:
-        return []
+        return [], False
     state = store.state(session_id)
     if state.epoch is None:
-        return []
+        return [], False
     number = state.epoch.number
     texts = [state.epoch.baseline]
     texts += [
@@ -146,6 +181,7 @@ def _missing(
         for e in store.history(session_id)
         if e.message.kind == "system_update" and e.message.epoch == number
     ]
+    texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
     lost: list[str] = []
     spilled: list[str] | None = None
     for text in reversed(texts[-RESEND_DEPTH:]):
@@ -158,7 +194,9 @@ def _missing(
         if any(text in whole for whole in spilled):
             break
         lost.append(text)
-    return list(reversed(lost))
+    else:
+        return list(reversed(lost)), bool(lost)
+    return list(reversed(lost)), False
 
 
 def _report(

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from nia_core.records import record
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -27,7 +29,7 @@ def log_dir() -> Path:
     return Path(state_home) / "nia" / "hooks"
 
 
-@dataclass
+@record
 class Entry:
     """One hook invocation."""
 

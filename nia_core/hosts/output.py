@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+from nia_core.records import record
 
 FOLDER = "hook-output"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fitted:
     text: str
     """What to print."""

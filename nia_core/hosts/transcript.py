@@ -4,6 +4,10 @@ Only what the hook needs: a substring test on the JSON-escaped text (the hosts
 write JSON with raw UTF-8, as Python does with ``ensure_ascii=False``), and
 the version field of the first lines. A transcript that cannot be read says
 nothing, and nothing is concluded from it.
+
+A compaction replaces the conversation the model sees with a summary, but the
+host's transcript keeps the earlier lines: given the host's compaction record,
+only what follows the last one counts as seen.
 """
 
 from __future__ import annotations
@@ -53,18 +57,25 @@ def _open_regular(path: str) -> BinaryIO | None:
 class Transcript:
     """A host transcript, read from its end first and whole only when the end does not answer."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, since: str = "") -> None:
         self.path = path
+        self._since = re.compile(since) if since else None
         self._tail: str | None = None
         self._whole: str | None = None
         self._size = 0
+        self.compacted = False
+        """Whether a compaction record was found (the text kept is what follows the last one)."""
 
     @classmethod
-    def open(cls, path: str | None) -> Transcript | None:
-        """The transcript at ``path``, or ``None`` when there is none to read (yet)."""
+    def open(cls, path: str | None, since: str = "") -> Transcript | None:
+        """The transcript at ``path``, or ``None`` when there is none to read (yet).
+
+        ``since``: the host's compaction record (a regular expression); only
+        what follows its last match is searched.
+        """
         if not path:
             return None
-        found = cls(path)
+        found = cls(path, since)
         handle = _open_regular(path)
         if handle is None:
             return None
@@ -73,12 +84,27 @@ class Transcript:
                 handle.seek(0, 2)
                 found._size = handle.tell()
                 handle.seek(max(0, found._size - TAIL_BYTES))
-                found._tail = handle.read(TAIL_BYTES).decode("utf-8", errors="replace")
+                found._tail = found._after_compaction(handle.read(TAIL_BYTES).decode("utf-8", errors="replace"))
         except OSError:
             return None
-        if found._size <= TAIL_BYTES:
-            found._whole = found._tail
+        if found._size <= TAIL_BYTES or found.compacted:
+            found._whole = found._tail  # the whole file, or all of it the model still sees
         return found
+
+    def _after_compaction(self, text: str) -> str:
+        if self._since is None:
+            return text
+        *_, last = (None, *self._since.finditer(text))
+        if last is None:
+            return text
+        self.compacted = True
+        return text[last.end() :]
+
+    def is_compacted(self) -> bool:
+        """Whether the host compacted the conversation (the whole transcript is read when its end does not say)."""
+        if not self.compacted and self._since is not None:
+            self._all()
+        return self.compacted
 
     def _all(self) -> str:
         if self._whole is None:
@@ -89,7 +115,7 @@ class Transcript:
                 with handle:
                     size = handle.seek(0, 2)
                     handle.seek(max(0, size - WHOLE_BYTES))
-                    self._whole = handle.read(WHOLE_BYTES).decode("utf-8", errors="replace")
+                    self._whole = self._after_compaction(handle.read(WHOLE_BYTES).decode("utf-8", errors="replace"))
             except OSError:
                 self._whole = self._tail or ""
         return self._whole
@@ -102,7 +128,7 @@ class Transcript:
         return needle in (self._tail or "") or (self._whole is not self._tail and needle in self._all())
 
     def mentions(self, pattern: str) -> list[str]:
-        """Every match of the regular expression ``pattern`` in the whole transcript, in order."""
+        """Every match of the regular expression ``pattern`` in the transcript (since compaction), in order."""
         return re.findall(pattern, self._all())
 
 

@@ -8,12 +8,13 @@ table header and key assignment to its line. Messages then read like
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from nia_core.records import record
 
 Segment = str | int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KeyPath:
     """A path into a TOML document: its segments, and how a user would write it."""
 

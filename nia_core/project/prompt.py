@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -27,6 +26,7 @@ from nia_core.files import Content, Refused
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
 from nia_core.project.paths import escape_name
+from nia_core.records import record
 
 log = logging.getLogger("nia.project")
 
@@ -88,7 +88,7 @@ def _fence(text: str, path: str) -> str:
 # -- values --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FileValue:
     """A context file as the model sees it: its label, its description, its text."""
 

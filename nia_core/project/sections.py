@@ -11,22 +11,17 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nia_core.context import ContextSource, Location
 from nia_core.project.config import ProjectConfig, PromptFormat, Service, load_project_config
-from nia_core.project.merge import ContextFile, Merged, merge
 from nia_core.project.paths import ContextPathError, canonical, check_kind, inside
-from nia_core.project.prompt import (
-    PROJECT_FILES,
-    SEPARATOR,
-    file_key,
-    file_source,
-    project_source,
-    service_source,
-)
 from nia_core.project.toml import ConfigError
+from nia_core.records import record
+
+if TYPE_CHECKING:  # merged and rendered on use: a Location without a project.toml needs neither
+    from nia_core.project.merge import ContextFile, Merged
 
 log = logging.getLogger("nia.project")
 
@@ -34,7 +29,7 @@ Section = tuple[Callable[[str], ContextSource], tuple[ContextSource, ...]]
 """A prompt section: a builder for its first source (given its separator prefix), then the rest."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProjectContext:
     """What category 1 holds at one Location, with what was skipped on the way."""
 
@@ -70,6 +65,8 @@ def active_service(
 
 def project_context(location: Location, config: ProjectConfig | None = None, *, strict: bool) -> ProjectContext:
     """Resolve category 1 at ``location``; ``strict`` raises path errors instead of warning."""
+    from nia_core.project.merge import merge
+
     config = config if config is not None else load_project_config(location.root)
     merged = merge(location.root, config.context, strict=strict)
     service, service_path, warnings = active_service(location.root, location.path, config, strict=strict)
@@ -83,6 +80,8 @@ def file_sources(
     files: Sequence[ContextFile], prefix: str, fmt: PromptFormat, element: str, root: Path
 ) -> tuple[ContextSource, ...]:
     """One source per file; the very same tuple again for the very same ``files`` (an unchanged merge's)."""
+    from nia_core.project.prompt import file_key, file_source
+
     base = str(root)
     memo_key = (prefix, fmt, element, base)
     last = _file_sources.get(memo_key)
@@ -99,6 +98,8 @@ def file_sources(
 
 def project_sections(context: ProjectContext, fmt: PromptFormat, root: Path) -> list[Section]:
     """The project config section (with its files) and the service section, each when it has content."""
+    from nia_core.project.prompt import PROJECT_FILES, project_source, service_source
+
     sections: list[Section] = []
     info = context.config.project
     files = context.merged.files
@@ -121,6 +122,8 @@ def project_sections(context: ProjectContext, fmt: PromptFormat, root: Path) -> 
 
 def flatten(sections: Sequence[Section], *, first: bool = True) -> list[ContextSource]:
     """The sources of ``sections`` in order, each section after the first starting with ``---``."""
+    from nia_core.project.prompt import SEPARATOR
+
     sources: list[ContextSource] = []
     for index, (head, rest) in enumerate(sections):
         sources.append(head("" if first and index == 0 else SEPARATOR))

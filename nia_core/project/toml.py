@@ -23,7 +23,6 @@ import errno
 import logging
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +147,8 @@ def parse_toml(data: bytes, display: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     check_nesting(text, display)
+    import tomllib  # only when a file exists: most hook runs read none
+
     try:
         return tomllib.loads(text)
     except RecursionError:

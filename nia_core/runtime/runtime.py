@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 from nia_core.context import Location, LocationContext, SystemContext
 from nia_core.host import PluginHost, load_host
-from nia_core.model import DEFAULT_MODEL, StreamCallback, split_model
-from nia_core.project import Workflow, locate
-from nia_core.providers.base import canonical_model
+from nia_core.project.location import locate
 
 if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
+    from nia_core.model import StreamCallback  # (nor `nia context show` models or workflows)
+    from nia_core.project import Workflow
     from nia_core.providers.lookup import ProviderLookup
 
     # ... and a plugin host alone (``nia --help`` listing plugin commands) needs no store or sessions code
@@ -104,6 +104,9 @@ class Runtime:
             from nia_core.project.config import load_project_config
 
             chosen = load_project_config(self.locate(where).root).session_model or ""
+        from nia_core.model import DEFAULT_MODEL
+        from nia_core.providers.base import canonical_model
+
         return canonical_model(chosen or DEFAULT_MODEL)
 
     @staticmethod
@@ -113,6 +116,8 @@ class Runtime:
         settings = getattr(provider, "settings", None)
         if settings is not None and not getattr(settings, "api_key", None):
             variable = getattr(settings, "api_key_env", "the API key variable")
+            from nia_core.model import split_model
+
             return [f"{variable} is not set: requests to {split_model(model)[0]} will be sent without an API key"]
         return []
 
@@ -132,13 +137,18 @@ class Runtime:
     # -- sessions ---------------------------------------------------------------------
 
     def create_session(
-        self, store: Store, where: Where = None, model: str = DEFAULT_MODEL, *, session_id: str | None = None
+        self, store: Store, where: Where = None, model: str | None = None, *, session_id: str | None = None
     ) -> SessionRecord:
         """A new session at ``where`` (no epoch yet: its first boundary initializes one).
 
-        ``model`` may use a provider alias (``anthropic/…``, ``openai/…``); the session stores the full name.
+        ``model`` (default: ``DEFAULT_MODEL``, ``echo/echo``) may use a provider alias (``anthropic/…``,
+        ``openai/…``); the session stores the full name.
         """
-        return store.create_session(str(self.locate(where).path), canonical_model(model), session_id=session_id)
+        from nia_core.model import DEFAULT_MODEL
+        from nia_core.providers.base import canonical_model
+
+        chosen = DEFAULT_MODEL if model is None else model
+        return store.create_session(str(self.locate(where).path), canonical_model(chosen), session_id=session_id)
 
     def attach(
         self, store: Store, host: str, host_session_id: str, where: Where = None, *, model: str | None = None

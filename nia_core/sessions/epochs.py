@@ -16,7 +16,7 @@ therefore never recreate its context.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal
 
 from nia_core.context import (
@@ -35,6 +35,7 @@ from nia_core.context import (
 )
 from nia_core.errors import InitializationBlocked
 from nia_core.model import Message
+from nia_core.records import record
 from nia_core.sessions.errors import RevisionConflict, StoreError
 from nia_core.sessions.store import SessionState, Store
 
@@ -49,7 +50,7 @@ class Moved(Exception):
     """The session lost its active epoch (moved) while we worked; start over from initialization."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Blocked:
     """No complete baseline could be rendered: these admitted or required sources are unavailable."""
 
@@ -61,7 +62,7 @@ class Blocked:
         return f"session {self.session_id}: {self.what} is blocked on: {', '.join(self.keys)}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Admission:
     """What reconciling at a boundary did to the active epoch."""
 
@@ -78,7 +79,7 @@ class Admission:
     """What each source's loader said at this boundary (a door reports the unavailable ones)."""
 
 
-@dataclass
+@record
 class Contexts:
     """Assembles a Location's context at most once per boundary."""
 
@@ -116,7 +117,7 @@ def segments(generation: Generation) -> list[str]:
     return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Wanted:
     """A replacement asked for explicitly: what (``compaction``, ``model switch``) and, for a switch, the models."""
 
@@ -261,13 +262,13 @@ def admit_changes(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Replaced:
     session_id: str
     reason: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Deferred:
     """Nothing to replace now: the session has no active epoch, so its next initialization applies the request."""
 

@@ -14,8 +14,6 @@ import dataclasses
 import json
 import logging
 import os
-import secrets
-import shutil
 import sqlite3
 import stat
 import threading
@@ -262,6 +260,8 @@ class SQLiteStore(Store):
         return [self.path.with_name(self.path.name + suffix) for suffix in ("-wal", "-shm")]
 
     def _low_on_space(self) -> bool:
+        import shutil  # only after a failed write
+
         try:
             return shutil.disk_usage(self.path.parent).free < LOW_SPACE
         except OSError:
@@ -468,7 +468,7 @@ class SQLiteStore(Store):
     # -- sessions -------------------------------------------------------------------------
 
     def create_session(self, location: str, model: str, *, session_id: str | None = None) -> SessionRecord:
-        new_id = session_id or secrets.token_hex(6)
+        new_id = session_id or os.urandom(6).hex()
         with self._write(new_id, "create the session") as conn:
             conn.execute(
                 "INSERT INTO sessions (id, location, model, created) VALUES (?, ?, ?, ?)",

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from nia_core.context import Snapshot
 from nia_core.model import Message
+from nia_core.records import record
 from nia_core.sessions.errors import CorruptRecord, RevisionConflict, StoreError
 from nia_core.sessions.replies import ReplyRecord
 
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PendingCompaction:
     """A compaction asked for but not yet applied (its fresh baseline may be blocked)."""
 
@@ -60,7 +60,7 @@ class PendingCompaction:
     """The last history ``seq`` the summary stands for; later messages stay projected."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SessionRecord:
     id: str
     location: str
@@ -80,7 +80,7 @@ class SessionRecord:
     compaction: PendingCompaction | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EpochRecord:
     """One context epoch, active or past (the audit trail)."""
 
@@ -99,7 +99,7 @@ class EpochRecord:
     created: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ActiveEpoch:
     record: EpochRecord
     baseline: str
@@ -111,7 +111,7 @@ class ActiveEpoch:
         return self.record.number
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SessionState:
     """A consistent read of a session: its record, active epoch and pending input."""
 
@@ -120,7 +120,7 @@ class SessionState:
     pending: tuple[Message, ...] = ()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HistoryEntry:
     """One durable message with what the store knows about it."""
 
@@ -133,7 +133,7 @@ class HistoryEntry:
     """For an ``assistant`` reply: model, token usage and stop reason (``None`` for rows before schema 2)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SessionActivity:
     """How much a session holds and when it last changed, for listing and pruning."""
 
@@ -142,7 +142,7 @@ class SessionActivity:
     """ISO-8601 UTC: the newest of its creation, messages, epochs and pending input."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SessionListing:
     """The sessions that read, and one :class:`CorruptRecord` (naming its session) per damaged row."""
 

@@ -23,6 +23,39 @@ class Recorded:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Call:
+    """A function call the model asks the agent to run (the agent then sends its output back: a follow-up)."""
+
+    name: str
+    arguments: str = "{}"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer to a conversation request: text or a call, and the usage it reports."""
+
+    text: str = "OK"
+    call: Call | None = None
+    input_tokens: int = 10
+    """A figure above the agent's auto-compaction limit makes it compact."""
+
+
+COMPACTION_PROMPTS = ("CONTEXT CHECKPOINT COMPACTION",)
+"""How Codex's summarisation request ends (codex-rs ``templates/compact/prompt.md``)."""
+
+SUMMARY = "SUMMARY-OF-EARLIER-WORK"
+"""The fake model's answer to a summarisation request, so a test can find the compacted history."""
+
+
+def is_compaction(body: dict[str, Any]) -> bool:
+    """Whether a recorded Responses request is Codex asking for a summary of the conversation."""
+    items = body.get("input") or []
+    last = items[-1] if items and isinstance(items[-1], dict) else {}
+    text = json.dumps(last.get("content", ""))
+    return any(prompt in text for prompt in COMPACTION_PROMPTS)
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
@@ -83,7 +116,8 @@ def anthropic_message(text: str, model: str) -> dict[str, Any]:
     }
 
 
-def responses_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
+def responses_stream(text: str, model: str, input_tokens: int = 10, call: Call | None = None) -> bytes:
+    """One Responses SSE answer: an assistant message, or (``call``) a function call the agent must run."""
     resp_id = "resp_" + uuid.uuid4().hex[:24]
     item_id = "msg_" + uuid.uuid4().hex[:24]
     base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
@@ -98,6 +132,23 @@ def responses_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + 1,
     }
+    if call is not None:
+        fc = {
+            "id": "fc_" + uuid.uuid4().hex[:24],
+            "type": "function_call",
+            "status": "completed",
+            "call_id": "call_" + uuid.uuid4().hex[:24],
+            "name": call.name,
+            "arguments": call.arguments,
+        }
+        done = {**base, "status": "completed", "output": [fc], "usage": usage}
+        calls = [
+            ("response.created", {"type": "response.created", "response": base}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": fc}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": fc}),
+            ("response.completed", {"type": "response.completed", "response": done}),
+        ]
+        return b"".join(_sse(name, data) for name, data in calls)
     events = [
         ("response.created", {"type": "response.created", "response": base}),
         ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
@@ -150,6 +201,8 @@ class FakeModel:
         self.reply = reply
         self.input_tokens = input_tokens
         """Reported as the usage of every response (a large figure makes an agent compact)."""
+        self.script: list[Reply] = []
+        """Answers for the next Responses conversation requests, in order; then ``reply``."""
         self.requests: list[Recorded] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -177,6 +230,13 @@ class FakeModel:
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+
+    def _responses(self, body: dict[str, Any], model: str) -> bytes:
+        if is_compaction(body):
+            return responses_stream(SUMMARY, model)
+        with self._lock:
+            reply = self.script.pop(0) if self.script else Reply(self.reply, None, self.input_tokens)
+        return responses_stream(reply.text, model, reply.input_tokens, reply.call)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -213,7 +273,7 @@ class FakeModel:
                     else:
                         self._send(200, json.dumps(anthropic_message(fake.reply, model)).encode(), "application/json")
                 elif bare == "/v1/responses":
-                    self._send(200, responses_stream(fake.reply, model, fake.input_tokens), "text/event-stream")
+                    self._send(200, fake._responses(body, model), "text/event-stream")
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 

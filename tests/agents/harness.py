@@ -9,6 +9,9 @@
 - :class:`ClaudeCode` and :class:`Codex` run one non-interactive turn each, with
   a temporary ``HOME`` (and ``CODEX_HOME``) so nothing of the machine's own
   configuration, login or history is read or written.
+- :class:`CodexAppServer` drives ``codex app-server`` over stdio (JSON-RPC), the
+  server Codex's own terminal UI talks to: one long-lived session, and the
+  requests behind ``/clear`` and ``/compact`` that ``codex exec`` has no way to make.
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import queue
 import re
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -131,12 +138,13 @@ class Codex:
     def codex_home(self) -> Path:
         return self.home / ".codex"
 
-    def configure(self, extra: str = "") -> None:
+    def configure(self, extra: str = "", top: str = "") -> None:
+        """The fake provider in ``config.toml``; ``top``: more top-level keys, ``extra``: more tables."""
         self.codex_home.mkdir(parents=True, exist_ok=True)
         config = self.codex_home / "config.toml"
         existing = config.read_text() if config.exists() else ""
         head = (
-            'model = "gpt-5"\nmodel_provider = "fake"\n'
+            f'model = "gpt-5"\nmodel_provider = "fake"\n{top}'
             f'[model_providers.fake]\nname = "fake"\nbase_url = "{self.server.url}/v1"\n'
             'wire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
         )
@@ -168,6 +176,115 @@ class Codex:
         )
         match = re.search(r'"thread_id"\s*:\s*"([^"]+)"', done.stdout)
         return Turn(match.group(1) if match else resume or "", done.returncode, done.stdout, done.stderr)
+
+
+class CodexAppServer:
+    """``codex app-server`` on stdio, as Codex's terminal UI uses it (codex-rs ``tui/src/app``).
+
+    ``/clear`` in the UI is ``thread/start`` with ``sessionStartSource: "clear"``
+    (a new thread), ``/compact`` is ``thread/compact/start``. Hooks run without
+    the trust review through the thread's ``bypass_hook_trust`` setting, the
+    app-server's form of ``codex exec --dangerously-bypass-hook-trust``.
+    ``with CodexAppServer(codex) as app:`` starts it in the agent's project.
+    """
+
+    def __init__(self, agent: Codex) -> None:
+        self.agent = agent
+        self._next = 0
+        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._process: subprocess.Popen[str] | None = None
+        self.stderr = ""
+        self.notes: list[str] = []
+        """The methods of every message received, in order (for failure messages)."""
+
+    def __enter__(self) -> CodexAppServer:
+        self._process = subprocess.Popen(
+            [str(agent_binary("codex")), "app-server"],
+            cwd=self.agent.project,
+            env=self.agent.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.request("initialize", {"clientInfo": {"name": "nia-tests", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "initialized"})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        process = self._process
+        if process is None:
+            return
+        if process.stdin:
+            process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._inbox.put(message)
+
+    def _drain_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        for line in self._process.stderr:
+            self.stderr = (self.stderr + line)[-4000:]
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(json.dumps(message) + "\n")
+        self._process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], until: str | None = None) -> dict[str, Any]:
+        """Send one request; its result, after the notification ``until`` when given."""
+        self._next += 1
+        ident = self._next
+        self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        deadline = time.monotonic() + TURN_TIMEOUT
+        result: dict[str, Any] | None = None
+        seen = until is None
+        while time.monotonic() < deadline:
+            try:
+                message = self._inbox.get(timeout=1)
+            except queue.Empty:
+                continue
+            self.notes.append(str(message.get("method", "")))
+            if message.get("id") == ident and "method" not in message:
+                if "error" in message:
+                    raise AssertionError(f"codex app-server {method}: {message['error']}")
+                result = message.get("result") or {}
+            elif message.get("method") == until:
+                seen = True
+            if result is not None and seen:
+                return result
+        raise AssertionError(
+            f"codex app-server gave no answer to {method} in {TURN_TIMEOUT}s; it sent {self.notes[-30:]}; "
+            f"stderr: {self.stderr[-2000:]}"
+        )
+
+    def start_thread(self, source: str = "startup") -> str:
+        """A new thread (``source="clear"``: what ``/clear`` starts); its id, the hooks' ``session_id``."""
+        params = {"cwd": str(self.agent.project), "sessionStartSource": source, "config": {"bypass_hook_trust": True}}
+        return str(self.request("thread/start", params)["thread"]["id"])
+
+    def turn(self, thread: str, prompt: str) -> None:
+        """One user turn, until Codex says it completed."""
+        self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]}, "turn/completed")
+
+    def compact(self, thread: str) -> None:
+        """``/compact``: summarise the thread now (Codex runs it as a turn of its own)."""
+        self.request("thread/compact/start", {"threadId": thread}, "turn/completed")
 
 
 def request_text(body: dict) -> str:

@@ -110,20 +110,36 @@ def test_a_broken_plugin_never_fails_the_turn(claude, project, server):
 
 
 def test_compaction_and_clear_start_new_epochs(claude, project, server):
-    sid = turn(claude, "first")
-    turn(claude, "/compact", sid)
-    turn(claude, "after compaction", sid)
+    sid = turn(claude, "PROMPT-ONE")
+    write_plugin(project, "two")
+    turn(claude, "/compact", sid)  # -p runs the slash command: a real summarisation request, no model turn
+    turn(claude, "PROMPT-AFTER-COMPACTION", sid)
     sent = last_request(server)
-    assert sent.count(START + "Environment:") == 1  # the fresh baseline; the old one went with the summary
+    assert "PROMPT-ONE" not in sent  # the conversation is Claude Code's summary now
+    assert told(sent, "Environment:") == 1  # the fresh baseline; the old one went with the summary
+    assert sent.count("ACME-RULE: two") == 1 and "ACME-RULE: one" not in sent and "ACME-RULE changed" not in sent
+    turn(claude, "again", sid)
+    assert last_request(server).count("ACME-RULE") == 1  # an unchanged turn adds nothing
+
     entries = [e for e in hook_log(project) if e["host_session"] == sid]
     compacted = [e for e in entries if e["source"] == "compact"]
-    assert compacted and compacted[0]["outcome"] == "initialized" and compacted[0]["epoch"] == 2
-    assert entries[-1]["epoch"] == 2
+    assert [(e["outcome"], e["epoch"]) for e in compacted] == [("initialized", 2)]
+    assert [e["epoch"] for e in entries[entries.index(compacted[0]) :]] == [2] * 5
 
-    cleared = claude.turn("/clear", sid)
-    assert cleared.returncode == 0
-    clear_entries = [e for e in hook_log(project) if e["source"] == "clear"]
-    assert clear_entries and clear_entries[0]["outcome"] == "initialized"
+    cleared = claude.turn("/clear", sid)  # -p: a new, empty session; its id is the result's session_id
+    assert cleared.returncode == 0 and cleared.session_id and cleared.session_id != sid
+    turn(claude, "after clear", cleared.session_id)
+    sent = last_request(server)
+    assert "PROMPT-AFTER-COMPACTION" not in sent and "PROMPT-ONE" not in sent  # nothing of the old session
+    assert told(sent, "Environment:") == 1 and sent.count("ACME-RULE: two") == 1
+    turn(claude, "once more", cleared.session_id)
+    assert last_request(server).count("ACME-RULE") == 1
+    entries = [e for e in hook_log(project) if e["host_session"] == cleared.session_id]
+    assert [(e["event"], e["source"], e["outcome"], e["epoch"]) for e in entries][:3] == [
+        ("SessionStart", "clear", "initialized", 1),
+        ("SessionStart", "resume", "unchanged", 1),
+        ("UserPromptSubmit", "", "unchanged", 1),
+    ]
 
 
 def test_a_lost_update_is_sent_again(claude, project, server):

@@ -113,6 +113,24 @@ def test_help_lists_plugin_commands_and_workflows_without_loading_the_store_or_o
     assert modules & (OTHER_COMMANDS | {"nia_core.cli.context"}) == set()
 
 
+NOT_FOR_CONTEXT_SHOW = {
+    "nia_core.model",
+    "nia_core.providers",
+    "nia_core.project.workflow",
+    "nia_core.project.merge",
+    "nia_core.project.prompt",
+    "zoneinfo",
+    "difflib",
+    "shutil",
+    "tempfile",
+    "hashlib",
+    "importlib.abc",
+}
+"""What ``context show`` has no use for: models and providers, workflows, project context merging (no
+project.toml), the time zone database (no zone is configured), the hook-name checks (no misspelled hook), file
+copies, temporary files, digests (no prompt files)."""
+
+
 def test_context_show_loads_its_command_and_the_engine_only(project):
     loaded(project, "context", "show")
     stdout, modules = loaded(project, "context", "show")
@@ -120,6 +138,7 @@ def test_context_show_loads_its_command_and_the_engine_only(project):
     assert "nia_core.cli.context" in modules
     assert heavy(modules) == set()
     assert modules & OTHER_COMMANDS == set()
+    assert modules & NOT_FOR_CONTEXT_SHOW == set()
 
 
 def test_importing_the_command_line_loads_no_engine_until_a_command_runs():
