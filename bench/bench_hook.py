@@ -16,7 +16,10 @@ pays. The table prints the machine's load average before and after.
    - ``nia hook, built-ins, unchanged``: ``nia hook claude-code`` with Claude Code's stdin
      JSON, on a session whose context did not change (it prints nothing);
    - ``nia hook, one change``: the same with a file of the context edited before each run;
-   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed.
+   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed;
+   - ``..., git repo``: the first row in a real git repository (the others hold an empty
+     ``.git`` folder), where the built-in nia-git runs git at every prompt: a fresh process
+     cannot know what changed in the working tree without asking.
 
 2. Context bytes over a scripted Claude Code session of ``--turns`` prompts with ``--changes``
    context changes: what ``nia hook claude-code`` printed (SessionStart, then each prompt)
@@ -31,6 +34,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -112,6 +116,19 @@ def make_project(work: Path, name: str) -> Path:
     return root
 
 
+def make_repository(work: Path, name: str) -> Path | None:
+    """A project that is a real git repository with one commit (``None`` without git): nia-git runs git."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    root = make_project(work, name)
+    (root / ".git").rmdir()
+    who = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for command in (["init", "-q", "."], ["add", "."], [*who, "commit", "-qm", "start"]):
+        subprocess.run([git, *command], capture_output=True, check=True, cwd=root)
+    return root
+
+
 def installed_plugins(site: Path, count: int) -> None:
     for i in range(count):
         ns = f"bench{i:02d}"
@@ -152,6 +169,11 @@ def latency(python: Path, work: Path, runs: int) -> list[Row]:
         Row("nia hook, one change", nia, env, plain, ups, before=change),
         Row("nia hook, 20 installed plugins, unchanged", nia, env20, many, ups20),
     ]
+    repository = make_repository(work, "repository")
+    if repository is not None:
+        Row("start", nia, env, repository, payload(repository, "SessionStart", "s3", "startup")).run()
+        ups3 = payload(repository, "UserPromptSubmit", "s3")
+        rows.append(Row("nia hook, built-ins, unchanged, git repo", nia, env, repository, ups3))
     Row("start", nia, env, plain, payload(plain, "SessionStart", "s1", "startup")).run()
     Row("start", nia, env20, many, payload(many, "SessionStart", "s2", "startup")).run()
     time.sleep(2.1)  # the entry-point cache trusts no folder modified within 2 s: let the fresh venv settle
