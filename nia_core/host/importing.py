@@ -2,7 +2,8 @@
 
 A plugin's import runs arbitrary code: ``while True: pass`` at module level
 would freeze every ``nia`` command, ``--help`` included. So each import runs on
-a daemon thread and nia waits for it at most :func:`import_deadline` seconds.
+a daemon worker thread (reused by the next import) and nia waits for it at most
+:func:`import_deadline` seconds.
 Python cannot kill a thread: past the deadline the import is abandoned (it
 keeps running, and keeps its module's import lock, until the process ends),
 the plugin is reported broken, and everything else goes on. At exit,
@@ -70,6 +71,58 @@ def import_deadline(environ: Mapping[str, str] | None = None) -> float:
     return value
 
 
+class _Worker:
+    """A daemon thread that runs imports one at a time: a start with many plugins starts one thread, not many.
+
+    Starting a thread (and waiting until it runs) costs more than importing a
+    small plugin, and a busy machine makes it worse. A worker whose import ran
+    past its deadline is abandoned with it; the next import gets a new worker.
+    """
+
+    def __init__(self) -> None:
+        self.posted = threading.Semaphore(0)
+        self.job: tuple[Callable[[], Any], dict[str, Any], threading.Event] | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name="nia-plugin-import")
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            self.posted.acquire()
+            if self.job is None:  # let go: another worker is kept
+                return
+            load, outcome, done = self.job
+            self.job = None
+            try:
+                outcome["value"] = load()
+            except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
+                outcome["error"] = exc
+            del load
+            done.set()
+
+
+_idle: _Worker | None = None
+_idle_lock = threading.Lock()
+
+
+def _take_worker() -> _Worker:
+    global _idle
+    with _idle_lock:
+        worker, _idle = _idle, None
+    if worker is None or not worker.thread.is_alive():  # (a forked child has none of its parent's threads)
+        worker = _Worker()
+    return worker
+
+
+def _give_back(worker: _Worker) -> None:
+    global _idle
+    with _idle_lock:
+        if _idle is None:
+            _idle = worker
+            return
+    worker.job = None  # two callers at once: one worker is kept, the other ends
+    worker.posted.release()
+
+
 def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
     """``load()`` on a worker thread; raises :class:`ImportDeadline` past ``deadline`` seconds.
 
@@ -77,19 +130,14 @@ def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
     ``BaseException`` as :class:`PluginRaised`.
     """
     outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = load()
-        except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True, name="nia-plugin-import")
-    thread.start()
-    thread.join(deadline)
-    if thread.is_alive():
-        abandon(thread)
+    done = threading.Event()
+    worker = _take_worker()
+    worker.job = (load, outcome, done)
+    worker.posted.release()
+    if not done.wait(deadline):
+        abandon(worker.thread)
         raise ImportDeadline(deadline)
+    _give_back(worker)
     if "error" in outcome:
         error = outcome.pop("error")
         if isinstance(error, Exception):

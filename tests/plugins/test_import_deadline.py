@@ -38,3 +38,43 @@ def test_an_entry_point_stuck_at_import_is_reported_and_the_others_load(site, tm
             assert result.returncode == 0, result.stderr
             assert "Installed plugin works" in result.stdout
             assert "Warning: plugin 'stuck-ep': import did not finish in 1 s" in result.stderr
+
+
+def test_the_plugins_after_a_stuck_one_still_load(site, tmp_path):
+    """The worker that was left with the stuck import is abandoned with it; the next import gets a new one."""
+    site.plugin("a-stuck", "import time\ntime.sleep(10**6)\n")
+    site.plugin("b-good", GOOD)
+    site.plugin("c-good", GOOD.replace("installed/a", "installed/c").replace("works", "works too"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    env.update(NIA_IMPORT_TIMEOUT="1", NIA_NO_CACHE="1")
+    result = subprocess.run(
+        [sys.executable, "-c", "from nia_core.cli import main; main()", "context", "show"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Installed plugin works\n" in result.stdout and "Installed plugin works too" in result.stdout
+    assert "Warning: plugin 'a-stuck': import did not finish in 1 s" in result.stderr
+
+
+def test_plugins_are_imported_off_the_main_thread_by_one_reused_worker(tmp_path):
+    import threading
+
+    from nia_core.host import load_host
+    from nia_core.project import locate
+
+    folder = tmp_path / ".nia" / "plugins"
+    folder.mkdir(parents=True)
+    for name in ("one", "two", "three"):
+        (folder / f"{name}.py").write_text(
+            "import threading\nNAME = threading.current_thread().name\nIDENT = threading.get_ident()\n"
+        )
+    host = load_host(locate(tmp_path), entry_points=False)
+    imported = [sys.modules[info.module] for info in host.infos() if info.origin == "local file"]
+    assert len(imported) == 3
+    assert {m.IDENT for m in imported} != {threading.get_ident()}
+    assert len({m.IDENT for m in imported}) == 1
+    assert {m.NAME for m in imported} == {"nia-plugin-import"}
