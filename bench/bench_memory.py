@@ -2,9 +2,10 @@
 
 Run: ``python bench/bench_memory.py`` (from the repository root). Each row is a
 fresh child process; its peak resident set size is the kernel's own figure
-for that child (``ru_maxrss`` from ``wait4``), so nothing in this process
-counts. The floor is ``python -c "import click"`` (the CLI framework alone);
-``nia --help`` shows what importing nia adds before any context is read.
+for that child (``ru_maxrss`` from ``wait4``), taken by a lean launcher
+process the children are forked from, so nothing of this process counts.
+The floor is ``python -c "import click"`` (the CLI framework alone); ``nia
+--help`` shows what importing nia adds before any context is read.
 
 The project: 10 ``[[project.context]]`` folders of 100 text files each
 (1,000 files, 4 KiB on average) and an AGENTS.md; ``session send`` talks to
@@ -15,6 +16,7 @@ needs no real key) and stores the session in a throwaway SQLite file.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -48,21 +50,56 @@ def build(root: Path) -> int:
     return total
 
 
-def peak_kib(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
-    """Run ``argv`` to completion; its peak RSS in KiB (``wait4``) and its stdout."""
-    with tempfile.TemporaryFile() as out:
-        child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        assert child.stderr is not None
+LAUNCHER = """
+import json, os, subprocess, sys
+for line in sys.stdin:
+    job = json.loads(line)
+    with open(job["out"], "wb") as out:
+        child = subprocess.Popen(job["argv"], cwd=job["cwd"], env=job["env"], stdout=out, stderr=subprocess.PIPE,
+                                 stdin=subprocess.DEVNULL)
         err = child.stderr.read()
         _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        if child.returncode != 0:
-            raise SystemExit(f"{argv} failed ({child.returncode}): {err.decode(errors='replace')[-2000:]}")
-        out.seek(0)
-        return usage.ru_maxrss, out.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    tail = err.decode(errors="replace")[-2000:]
+    print(json.dumps({"kib": usage.ru_maxrss, "rc": code, "err": tail}), flush=True)
+"""
 
 
-def measure(root: Path, data: Path, server: FakeProviderServer, repeats: int) -> list[tuple[str, int, str]]:
+class Launcher:
+    """A small process that starts every measured child and reports its ``wait4`` peak RSS.
+
+    A child's ``ru_maxrss`` includes the image of the process it was forked
+    from (Linux records the pre-``exec`` high-water mark), so the children
+    are forked from this lean launcher, never from the benchmark itself,
+    which grows (it holds the fake server's requests).
+    """
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+        """Run ``argv`` to completion; its peak RSS in KiB and its stdout."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with tempfile.NamedTemporaryFile() as out:
+            job = {"argv": argv, "cwd": str(cwd), "env": env, "out": out.name}
+            self.proc.stdin.write(json.dumps(job) + "\n")
+            self.proc.stdin.flush()
+            answer = json.loads(self.proc.stdout.readline())
+            if answer["rc"] != 0:
+                raise SystemExit(f"{argv} failed ({answer['rc']}): {answer['err']}")
+            return answer["kib"], Path(out.name).read_text(errors="replace")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def measure(
+    root: Path, data: Path, server: FakeProviderServer, launcher: Launcher, repeats: int
+) -> list[tuple[str, int, str]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NIA_", "OPENAI_", "ANTHROPIC_"))}
     env.update(
         NIA_DB=str(data / "nia.db"),
@@ -73,7 +110,7 @@ def measure(root: Path, data: Path, server: FakeProviderServer, repeats: int) ->
     python = sys.executable
 
     def best(argv: list[str]) -> tuple[int, str]:
-        runs = [peak_kib(argv, root, env) for _ in range(repeats)]
+        runs = [launcher.run(argv, root, env) for _ in range(repeats)]
         return min(kib for kib, _ in runs), runs[-1][1]
 
     click, _ = best([python, "-c", "import click"])
@@ -92,7 +129,7 @@ def measure(root: Path, data: Path, server: FakeProviderServer, repeats: int) ->
     sends = []
     for n in range(repeats):
         before = len(server.received)
-        kib, _ = peak_kib([python, "-c", NIA, "session", "send", session, f"hello {n}"], root, env)
+        kib, _ = launcher.run([python, "-c", NIA, "session", "send", session, f"hello {n}"], root, env)
         assert len(server.received) == before + 1, "session send made no provider call"
         sends.append(kib)
     first_send = sends[0]
@@ -111,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="children per row (the lowest peak is shown)")
     parser.add_argument("--runs", type=int, default=2)
     args = parser.parse_args(argv)
+    launcher = Launcher()
     server = FakeProviderServer().start()
     try:
         for run in range(1, args.runs + 1):
@@ -123,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"run {run}: peak RSS, {FOLDERS * PER_FOLDER:,} context files ({total / 1024 / 1024:.1f} MiB of "
                     f"text), lowest of {args.repeats}; python {sys.version.split()[0]}, load {load}"
                 )
-                rows = measure(root, data, server, args.repeats)
+                rows = measure(root, data, server, launcher, args.repeats)
+                server.received.clear()  # the requests (megabytes each) are not kept between runs
             floor = rows[0][1]
             print(f"{'command':<34} | {'peak MiB':>8} | {'x floor':>7} | {'over floor':>10} | note")
             for name, kib, note in rows:
@@ -133,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
             print()
     finally:
         server.stop()
+        launcher.close()
     return 0
 
 
