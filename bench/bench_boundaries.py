@@ -190,8 +190,8 @@ def postgres_url() -> tuple[str | None, Any]:
     return cluster.url, cluster
 
 
-WARM_UP = 10
-"""Turns before counting: the first initializes the epoch; psycopg prepares a statement at its 5th use."""
+WARM_UP = 2
+"""Turns before counting: the first initializes the epoch."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +203,8 @@ class RoundTrips:
     """The most round trips of a turn that admitted no system message."""
     most_updated: int
     """The most round trips of a turn that admitted one."""
+    syncs: float
+    """The client's ``Sync``/``Query`` messages per turn (each ends in a wait; exact whatever the load)."""
 
 
 def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
@@ -220,6 +222,7 @@ def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
             for turn in range(WARM_UP):
                 run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"warm-up {turn}")
             counter = StepCounter(store, relay)
+            syncs = relay.syncs
             for turn in range(turns):
                 if turn % 4 == 3:
                     set_value(folder, turn)
@@ -229,7 +232,8 @@ def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
     finally:
         relay.close()
     steps = {step: (counter.calls[step] / turns, counter.trips[step] / turns) for step in counter.calls}
-    return RoundTrips(steps, (sum(plain) + sum(updated)) / turns, max(plain, default=0), max(updated, default=0))
+    per_turn = (sum(plain) + sum(updated)) / turns
+    return RoundTrips(steps, per_turn, max(plain, default=0), max(updated, default=0), (relay.syncs - syncs) / turns)
 
 
 @contextlib.contextmanager
@@ -287,7 +291,8 @@ def main() -> None:
         print(f"{'total':<16}{sum(c for c, _ in trips.steps.values()):>12.2f}{trips.per_turn:>18.2f}")
         print(
             f"most in one turn: {trips.most_plain} without a system message,"
-            f" {trips.most_updated} with one (goal: at most 6)"
+            f" {trips.most_updated} with one (goal: at most 6);"
+            f" requests ending in a wait (Sync, Query): {trips.syncs:.2f} per turn"
         )
         print()
     labels = {

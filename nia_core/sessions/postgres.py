@@ -166,7 +166,10 @@ class PostgresStore(Transactions, Store):
             info = conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise UnsupportedDatabase(f"NIA_DB is not a valid PostgreSQL URL ({_one_line(exc)})") from None
-        self._kwargs: dict[str, Any] = {"autocommit": True}
+        # Never prepared: a turn's statements are function calls with trivial plans (the functions' own plans
+        # are cached by the server), and preparing costs a round trip of its own outside a pipeline and a
+        # PgBouncer that keeps prepared statements.
+        self._kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
         if "application_name" not in info:
             self._kwargs["application_name"] = "nia"
         if "connect_timeout" not in info:
