@@ -132,6 +132,8 @@ _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from,
 _CACHE_CHARS = 64 * 1024 * 1024
 """Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
+_DECODED_SESSIONS = 16
+"""Sessions whose decoded history this process keeps (a runner drives one at a time)."""
 
 
 class PostgresStore(Transactions, Store):
@@ -162,6 +164,7 @@ class PostgresStore(Transactions, Store):
         self._known: set[str] = set()
         self._cache_lock = threading.Lock()
         self._local = threading.local()
+        self._decoded: dict[str, tuple[tuple[Any, ...], tuple[HistoryEntry, ...]]] = {}
         try:
             info = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -515,8 +518,24 @@ class PostgresStore(Transactions, Store):
         if session.epoch is not None:
             epoch = self._active_epoch(tx, session_id, session.epoch, epoch_row, manifest)
         pending = tuple(pending_message(session_id, *row) for row in pending_rows)
-        history = tuple(history_entry(session_id, *row) for row in history_rows)
-        return SessionView(SessionState(session, epoch, pending), history)
+        return SessionView(SessionState(session, epoch, pending), self._history_from(session_id, history_rows))
+
+    def _history_from(self, session_id: str, rows: list[Any]) -> tuple[HistoryEntry, ...]:
+        """The history, decoding only rows not decoded before: a boundary reads a session's whole history
+        several times a turn. A row equal to one decoded before decodes the same (validation included)."""
+        with self._cache_lock:
+            known_rows, known = self._decoded.get(session_id, ((), ()))
+        same = 0
+        for old, new in zip(known_rows, rows, strict=False):
+            if old != new:
+                break
+            same += 1
+        history = known[:same] + tuple(history_entry(session_id, *row) for row in rows[same:])
+        with self._cache_lock:
+            if len(self._decoded) >= _DECODED_SESSIONS and session_id not in self._decoded:
+                self._decoded.clear()
+            self._decoded[session_id] = (tuple(rows), history)
+        return history
 
     def _settled(self, session_id: str, answer: Mapping[str, Any]) -> Any:
         """A write function's result, or the error its answer names."""
