@@ -15,8 +15,10 @@ binary (``tests/agents``, ``docs/hosts.md``):
 - Its transcript lines carry ``"version": "2.1.328"``.
 - ``claude -p /compact`` summarises, runs SessionStart ``compact`` and only
   then writes the ``"subtype":"compact_boundary"`` line; the history after it
-  is the summary alone. ``claude -p /clear`` starts a new session id with
-  SessionStart ``clear``.
+  is the summary alone. Automatic compaction (usage over
+  ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) happens after a turn's ``resume`` and
+  ``UserPromptSubmit`` hooks, then runs ``compact``. ``claude -p /clear``
+  starts a new session id with SessionStart ``clear``.
 """
 
 from __future__ import annotations

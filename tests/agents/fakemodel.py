@@ -41,16 +41,17 @@ class Reply:
     """A figure above the agent's auto-compaction limit makes it compact."""
 
 
-COMPACTION_PROMPTS = ("CONTEXT CHECKPOINT COMPACTION",)
-"""How Codex's summarisation request ends (codex-rs ``templates/compact/prompt.md``)."""
+COMPACTION_PROMPTS = ("CONTEXT CHECKPOINT COMPACTION", "CRITICAL: Respond with TEXT ONLY")
+"""How the agents' summarisation requests end: Codex's (codex-rs ``templates/compact/prompt.md``) and
+Claude Code 2.1.328's (it wants an ``<analysis>`` and a ``<summary>`` block back)."""
 
 SUMMARY = "SUMMARY-OF-EARLIER-WORK"
-"""The fake model's answer to a summarisation request, so a test can find the compacted history."""
+"""The fake model's summary, so a test can find the compacted history."""
 
 
 def is_compaction(body: dict[str, Any]) -> bool:
-    """Whether a recorded Responses request is Codex asking for a summary of the conversation."""
-    items = body.get("input") or []
+    """Whether a recorded request is an agent asking for a summary of its conversation."""
+    items = body.get("input") or body.get("messages") or []
     last = items[-1] if items and isinstance(items[-1], dict) else {}
     text = json.dumps(last.get("content", ""))
     return any(prompt in text for prompt in COMPACTION_PROMPTS)
@@ -60,9 +61,14 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
 
-def anthropic_stream(text: str, model: str) -> bytes:
+def anthropic_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
     msg_id = "msg_" + uuid.uuid4().hex[:24]
-    usage = {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    usage = {
+        "input_tokens": input_tokens,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
     parts = [
         _sse(
             "message_start",
@@ -200,7 +206,7 @@ class FakeModel:
     def __init__(self, reply: str = "OK", input_tokens: int = 10) -> None:
         self.reply = reply
         self.input_tokens = input_tokens
-        """Reported as the usage of every response (a large figure makes an agent compact)."""
+        """Reported as the usage of every answer (a large figure makes an agent compact)."""
         self.script: list[Reply] = []
         """Answers for the next Responses conversation requests, in order; then ``reply``."""
         self.requests: list[Recorded] = []
@@ -268,8 +274,11 @@ class FakeModel:
                 if bare.endswith("/count_tokens"):
                     self._send(200, json.dumps({"input_tokens": 10}).encode(), "application/json")
                 elif bare == "/v1/messages":
-                    if body.get("stream"):
-                        self._send(200, anthropic_stream(fake.reply, model), "text/event-stream")
+                    if body.get("stream") and is_compaction(body):
+                        summary = f"<analysis>none</analysis>\n<summary>{SUMMARY}</summary>"
+                        self._send(200, anthropic_stream(summary, model), "text/event-stream")
+                    elif body.get("stream"):
+                        self._send(200, anthropic_stream(fake.reply, model, fake.input_tokens), "text/event-stream")
                     else:
                         self._send(200, json.dumps(anthropic_message(fake.reply, model)).encode(), "application/json")
                 elif bare == "/v1/responses":

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from tests.agents.conftest import hook_log, nia, write_plugin
+from tests.agents.fakemodel import SUMMARY, is_compaction
 from tests.agents.harness import ClaudeCode, agent_binary, request_text
 
 START = "SessionStart hook additional context: "
@@ -139,6 +140,43 @@ def test_compaction_and_clear_start_new_epochs(claude, project, server):
         ("SessionStart", "clear", "initialized", 1),
         ("SessionStart", "resume", "unchanged", 1),
         ("UserPromptSubmit", "", "unchanged", 1),
+    ]
+
+
+def test_automatic_compaction_starts_a_new_epoch(claude, project, server):
+    # Claude Code compacts before a turn once the last answer's usage passes its window (100k at the least)
+    # and the conversation, not its fixed prefix (measured from the first answer), is what fills it.
+    claude.extra_env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = "100000"
+    sid = turn(claude, "PROMPT-ONE")
+    server.input_tokens = 120_000
+    turn(claude, "PROMPT-TWO", sid)
+    server.input_tokens = 10
+    write_plugin(project, "two")
+    turn(claude, "PROMPT-THREE", sid)
+    assert sum(is_compaction(r.body) for r in server.model_requests()) == 1
+    sent = last_request(server)
+    assert SUMMARY in sent and "PROMPT-ONE" not in sent and "PROMPT-THREE" in sent
+    assert told(sent, "Environment:") == 1 and sent.count("ACME-RULE: two") == 1  # the new epoch's baseline
+    assert "ACME-RULE: one" not in sent  # the old baseline went with the summary
+    # Claude Code compacts only after this turn's resume and prompt hooks ran: the resume hook's update,
+    # printed before anyone knew, goes out beside the new baseline (redundant, never missing).
+    assert told(sent, "ACME-RULE changed: two (was one)") == 1
+
+    turn(claude, "PROMPT-FOUR", sid)
+    after = last_request(server)
+    assert after.count("ACME-RULE") == sent.count("ACME-RULE")  # an unchanged turn adds nothing
+
+    entries = [e for e in hook_log(project) if e["host_session"] == sid]
+    assert [(e["event"], e["source"], e["outcome"], e["epoch"]) for e in entries] == [
+        ("SessionStart", "startup", "initialized", 1),
+        ("UserPromptSubmit", "", "unchanged", 1),
+        ("SessionStart", "resume", "unchanged", 1),
+        ("UserPromptSubmit", "", "unchanged", 1),
+        ("SessionStart", "resume", "updated", 1),
+        ("UserPromptSubmit", "", "unchanged", 1),
+        ("SessionStart", "compact", "initialized", 2),  # after the prompt hook, before the request
+        ("SessionStart", "resume", "unchanged", 2),
+        ("UserPromptSubmit", "", "unchanged", 2),
     ]
 
 
