@@ -5,16 +5,21 @@ Run: ``python bench/bench_hook.py [--runs 15] [--turns 50 --changes 5]``. Prints
 Every process runs in a venv of its own with nia ``pip install``-ed (not editable) from a copy
 of this checkout, bytecode compiled up front, as :mod:`bench_startup` builds it: an editable
 install's import finder adds ~10-50 ms to every process, which a user who installed nia never
-pays. The table says which interpreter it measured and the machine's load.
+pays. The table prints the machine's load average before and after.
 
-1. Latency, milliseconds (median and best of ``--runs`` fresh processes each, in one run):
+1. Latency, milliseconds: wall (median and best) and CPU (user + system, median) of fresh
+   processes, ``--runs`` rounds in one run; each round runs every row once, so a busy spell
+   on a shared machine hits every row alike and the ratios to ``import click`` hold:
 
    - ``python -c 'import click'``: the floor of any Python command line (the goal is 2x this);
    - ``shell hook``: ``sh -c 'echo fixed context'`` (what a hand-written hook costs);
    - ``nia hook, built-ins, unchanged``: ``nia hook claude-code`` with Claude Code's stdin
      JSON, on a session whose context did not change (it prints nothing);
    - ``nia hook, one change``: the same with a file of the context edited before each run;
-   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed.
+   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed;
+   - ``..., git repo``: the first row in a real git repository (the others hold an empty
+     ``.git`` folder), where the built-in nia-git runs git at every prompt: a fresh process
+     cannot know what changed in the working tree without asking.
 
 2. Context bytes over a scripted Claude Code session of ``--turns`` prompts with ``--changes``
    context changes: what ``nia hook claude-code`` printed (SessionStart, then each prompt)
@@ -28,11 +33,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 if __package__:  # imported as bench.bench_hook
@@ -60,19 +69,32 @@ def nia_context_sources(location):
 """
 
 
-def timed(
-    command: list[str], *, env: dict[str, str], cwd: Path, stdin: str = "", before=None, runs: int
-) -> list[float]:
-    times = []
-    for _ in range(runs):
-        if before is not None:
-            before()
+@dataclass
+class Row:
+    """One command measured: wall and CPU (user + system) milliseconds of each fresh process."""
+
+    label: str
+    command: list[str]
+    env: dict[str, str]
+    cwd: Path
+    stdin: str = ""
+    before: Callable[[], None] | None = None
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    def run(self) -> None:
+        if self.before is not None:
+            self.before()
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run(command, input=stdin, capture_output=True, text=True, env=env, cwd=cwd)
-        times.append((time.perf_counter() - started) * 1000)
+        done = subprocess.run(
+            self.command, input=self.stdin, capture_output=True, text=True, env=self.env, cwd=self.cwd
+        )
+        self.wall.append((time.perf_counter() - started) * 1000)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cpu.append((after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime) * 1000)
         if done.returncode != 0:
-            sys.exit(f"failed: {' '.join(command)}\n{done.stderr}")
-    return times
+            sys.exit(f"failed: {' '.join(self.command)}\n{done.stderr}")
 
 
 def payload(project: Path, event: str, session: str, source: str = "") -> str:
@@ -94,6 +116,19 @@ def make_project(work: Path, name: str) -> Path:
     return root
 
 
+def make_repository(work: Path, name: str) -> Path | None:
+    """A project that is a real git repository with one commit (``None`` without git): nia-git runs git."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    root = make_project(work, name)
+    (root / ".git").rmdir()
+    who = ["-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+    for command in (["init", "-q", "."], ["add", "."], [*who, "commit", "-qm", "start"]):
+        subprocess.run([git, *command], capture_output=True, check=True, cwd=root)
+    return root
+
+
 def installed_plugins(site: Path, count: int) -> None:
     for i in range(count):
         ns = f"bench{i:02d}"
@@ -111,31 +146,44 @@ def clean_env(work: Path) -> dict[str, str]:
     return env
 
 
-def latency(python: Path, work: Path, runs: int) -> list[tuple[str, list[float]]]:
+def latency(python: Path, work: Path, runs: int) -> list[Row]:
+    """Every row once per round, ``runs`` rounds: a busy spell on the machine hits every row alike."""
     env = clean_env(work)
     nia = [str(python.parent / "nia"), "hook", "claude-code"]
-    rows = [
-        ("python -c 'import click'", timed([str(python), "-c", "import click"], env=env, cwd=work, runs=runs)),
-        ("shell hook (echo a fixed string)", timed(["sh", "-c", "echo fixed context"], env=env, cwd=work, runs=runs)),
-    ]
     plain = make_project(work, "plain")
-    timed(nia, env=env, cwd=plain, stdin=payload(plain, "SessionStart", "s1", "startup"), runs=1)
-    ups = payload(plain, "UserPromptSubmit", "s1")
-    rows.append(("nia hook, built-ins, unchanged", timed(nia, env=env, cwd=plain, stdin=ups, runs=runs)))
     counter = iter(range(1, 10**6))
 
     def change() -> None:
         (plain / "rule.txt").write_text(f"rule {next(counter)}\n")
 
-    rows.append(("nia hook, one change", timed(nia, env=env, cwd=plain, stdin=ups, before=change, runs=runs)))
     site = work / "site"
     site.mkdir()
     installed_plugins(site, 20)
     env20 = {**env, "PYTHONPATH": str(site)}
     many = make_project(work, "many")
-    timed(nia, env=env20, cwd=many, stdin=payload(many, "SessionStart", "s2", "startup"), runs=1)
-    ups20 = payload(many, "UserPromptSubmit", "s2")
-    rows.append(("nia hook, 20 installed plugins, unchanged", timed(nia, env=env20, cwd=many, stdin=ups20, runs=runs)))
+    ups, ups20 = payload(plain, "UserPromptSubmit", "s1"), payload(many, "UserPromptSubmit", "s2")
+    rows = [
+        Row("python -c 'import click'", [str(python), "-c", "import click"], env, work),
+        Row("shell hook (echo a fixed string)", ["sh", "-c", "echo fixed context"], env, work),
+        Row("nia hook, built-ins, unchanged", nia, env, plain, ups),
+        Row("nia hook, one change", nia, env, plain, ups, before=change),
+        Row("nia hook, 20 installed plugins, unchanged", nia, env20, many, ups20),
+    ]
+    repository = make_repository(work, "repository")
+    if repository is not None:
+        Row("start", nia, env, repository, payload(repository, "SessionStart", "s3", "startup")).run()
+        ups3 = payload(repository, "UserPromptSubmit", "s3")
+        rows.append(Row("nia hook, built-ins, unchanged, git repo", nia, env, repository, ups3))
+    Row("start", nia, env, plain, payload(plain, "SessionStart", "s1", "startup")).run()
+    Row("start", nia, env20, many, payload(many, "SessionStart", "s2", "startup")).run()
+    time.sleep(2.1)  # the entry-point cache trusts no folder modified within 2 s: let the fresh venv settle
+    for row in rows:  # warm: caches written, the files in the page cache
+        row.run()
+        row.wall.clear()
+        row.cpu.clear()
+    for _ in range(runs):
+        for row in rows:
+            row.run()
     return rows
 
 
@@ -181,14 +229,21 @@ def main() -> None:
         load = os.getloadavg()
         rows = latency(python, work, args.runs)
         load_after = os.getloadavg()
-        floor = statistics.median(rows[0][1])
-        print(f"{args.runs} fresh processes per row, nia pip-installed (not editable), bytecode compiled")
+        floor, cpu_floor = statistics.median(rows[0].wall), statistics.median(rows[0].cpu)
+        print(
+            f"{args.runs} rounds of fresh processes, rows interleaved; "
+            "nia pip-installed (not editable), bytecode compiled"
+        )
         print(f"load average before / after: {load[0]:.2f} / {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
         print()
-        print(f"{'UserPromptSubmit hook latency':<44} {'median ms':>10} {'best ms':>9} {'x import click':>15}")
-        for label, times in rows:
-            median = statistics.median(times)
-            print(f"{label:<44} {median:>10.1f} {min(times):>9.1f} {median / floor:>15.2f}")
+        header = f"{'UserPromptSubmit hook latency':<44} {'median ms':>10} {'best ms':>8} {'x click':>8}"
+        print(header + f" {'CPU ms':>7} {'CPU x click':>12}")
+        for row in rows:
+            median, cpu = statistics.median(row.wall), statistics.median(row.cpu)
+            print(
+                f"{row.label:<44} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
+                f" {cpu:>7.1f} {cpu / cpu_floor:>12.2f}"
+            )
         print()
         figures = context_bytes(python, work, args.turns, args.changes)
         title = f"{args.turns} prompts, {args.changes} changes"
