@@ -108,6 +108,8 @@ class Content:
     """The real path that was checked."""
     sig: Signature
     """The opened file's signature (from ``fstat``), matching the bytes read."""
+    released: bool = False
+    """Whether ``data`` was let go (empty) because every loader of the file already derived its value from it."""
 
 
 def outside_clause(target: str) -> str:
@@ -245,6 +247,10 @@ class StatCache:
         self._entries: dict[tuple[str, str | None, int | None], tuple[Signature, Content]] = {}
         self._texts: dict[tuple[str, str | None, int | None], tuple[Signature, str]] = {}
         self._vouched: dict[str, tuple[Signature, float]] = {}
+        self._live: dict[tuple[str, str | None, int | None], int] = {}
+        """How many :class:`CachedFile` loaders of each slot exist (they decide when bytes may be let go)."""
+        self._derived: dict[tuple[str, str | None, int | None], tuple[Content, int]] = {}
+        """How many of them hold a value derived from the slot's current content."""
         self._lock = threading.Lock()
 
     @staticmethod
@@ -257,12 +263,14 @@ class StatCache:
         self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
     ) -> Content:
         """The checked :class:`Content` of ``path`` (see :func:`read_checked`); cached while unchanged."""
-        key = os.fspath(path)
-        base = None if root is None else os.fspath(root)
+        return self._read(os.fspath(path), None if root is None else os.fspath(root), limit, released=False)
+
+    def _read(self, key: str, base: str | None, limit: int | None, *, released: bool) -> Content:
+        """:meth:`read`; a released content is handed back only when ``released`` (else the file is read again)."""
         slot = (key, base, limit)
         cached = self._entries.get(slot)
         try:
-            if cached is not None and self._unchanged(key, cached):
+            if cached is not None and self._unchanged(key, cached) and (released or not cached[1].released):
                 return cached[1]
             content = read_checked(key, base, limit)
         except OSError:
@@ -285,9 +293,10 @@ class StatCache:
         key = os.fspath(path)
         cached = self._entries.get((key, None if root is None else os.fspath(root), limit))
         try:
-            return cached[1].data if cached is not None and self._unchanged(key, cached) else None
+            unchanged = cached is not None and not cached[1].released and self._unchanged(key, cached)
         except OSError:
             return None
+        return cached[1].data if unchanged and cached is not None else None
 
     def read_text(
         self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
@@ -319,7 +328,42 @@ class StatCache:
         on_error: Callable[[OSError], Any] | None = None,
     ) -> CachedFile:
         """A loader for ``path`` the engine knows to be fast while the file is unchanged (:class:`CachedFile`)."""
-        return CachedFile(self, os.fspath(path), None if root is None else os.fspath(root), limit, derive, on_error)
+        made = CachedFile(self, os.fspath(path), None if root is None else os.fspath(root), limit, derive, on_error)
+        with self._lock:
+            self._live[made._slot] = self._live.get(made._slot, 0) + 1
+        return made
+
+    def _gone(self, slot: tuple[str, str | None, int | None]) -> None:
+        """A :class:`CachedFile` of ``slot`` was collected."""
+        with self._lock:
+            left = self._live.get(slot, 0) - 1
+            if left > 0:
+                self._live[slot] = left
+            else:
+                self._live.pop(slot, None)
+                self._derived.pop(slot, None)
+
+    def _derived_from(self, slot: tuple[str, str | None, int | None], content: Content) -> Content:
+        """A loader now holds a value derived from ``content``: the content it should keep.
+
+        Once every live loader of the slot holds its value, the bytes are
+        needed by no one (an unchanged file hands back the values; a changed
+        one is read again): the entry keeps a released copy with the same
+        signature and no data, so a file is not held as bytes beside its text.
+        """
+        with self._lock:
+            entry = self._entries.get(slot)
+            if entry is None or entry[1] is not content or content.released:
+                return content
+            prior = self._derived.get(slot)
+            count = prior[1] + 1 if prior is not None and prior[0] is content else 1
+            if count < self._live.get(slot, 0):
+                self._derived[slot] = (content, count)
+                return content
+            self._derived.pop(slot, None)
+            slim = Content(b"", content.size, content.oversize, content.real, content.sig, released=True)
+            self._entries[slot] = (entry[0], slim)
+            return slim
 
     def vouch(self, path: str, sig: Signature, at: float | None = None) -> None:
         """Hand the next :meth:`CachedFile.peek` of ``path`` the ``stat`` a directory walk just took of it.
@@ -340,10 +384,11 @@ class StatCache:
                 self._entries.clear()
                 self._texts.clear()
                 self._vouched.clear()
+                self._derived.clear()
                 return
             key = os.fspath(path)
             self._vouched.pop(key, None)
-            for table in (self._entries, self._texts):
+            for table in (self._entries, self._texts, self._derived):
                 for slot in [slot for slot in table if slot[0] == key]:
                     del table[slot]
 
@@ -382,7 +427,7 @@ class CachedFile:
     a value (``UNAVAILABLE``, say); without it the error is raised.
     """
 
-    __slots__ = ("_cache", "_derive", "_last", "_on_error", "_slot", "limit", "path", "root")
+    __slots__ = ("__weakref__", "_cache", "_derive", "_last", "_on_error", "_slot", "limit", "path", "root")
 
     def __init__(
         self,
@@ -401,18 +446,30 @@ class CachedFile:
         self._last: tuple[Content, Any] | None = None
 
     def __call__(self) -> Any:
+        cache, last = self._cache, self._last
         try:
-            content = self._cache.read(self.path, root=self.root, limit=self.limit)
+            content = cache._read(self.path, self.root, self.limit, released=last is not None)
+            if content.released:
+                assert last is not None
+                if last[0].sig == content.sig:  # the bytes this loader derived from, let go since
+                    self._last = (content, last[1])
+                    return last[1]
+                content = cache._read(self.path, self.root, self.limit, released=False)
         except OSError as exc:
             if self._on_error is None:
                 raise
             return self._on_error(exc)
-        last = self._last
         if last is not None and last[0] is content:
             return last[1]
         value = self._derive(content)
-        self._last = (content, value)
+        self._last = (cache._derived_from(self._slot, content), value)
         return value
+
+    def __del__(self) -> None:
+        try:
+            self._cache._gone(self._slot)
+        except Exception:  # noqa: BLE001 - at interpreter exit the cache may be half torn down
+            pass
 
     def peek(self) -> Any:
         """The last value if one ``stat`` shows the file unchanged since it was read and checked, else :data:`MISS`.

@@ -37,7 +37,7 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks
     host.report_observations(assembly, result.observations)  # names the plugin of a hung loader; --strict fails
     generation = result.generation
-    sizes = {key: len(text.encode()) for key, text in generation.parts}
+    sizes = generation.sizes()
     unavailable = [o.key for o in result.observations if not o.available]
     if as_json:
         sources = [
@@ -61,9 +61,24 @@ def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
         }
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    click.echo(generation.baseline)
+    _echo_large(generation.baseline)
     if unavailable:
         click.echo(
             "Warning: a session would be blocked on: " + ", ".join(unavailable) + " (shown without them)",
             err=True,
         )
+
+
+_CHUNK = 256 * 1024
+
+
+def _echo_large(text: str) -> None:
+    """``click.echo(text)``, a slice at a time.
+
+    Echoed whole, a baseline of megabytes is copied once to add the newline and
+    once more to encode it: two more copies of the largest thing nia holds, at
+    the moment memory peaks.
+    """
+    for start in range(0, len(text), _CHUNK):
+        click.echo(text[start : start + _CHUNK], nl=False)
+    click.echo()

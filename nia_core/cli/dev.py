@@ -125,7 +125,7 @@ class TextPrinter(Printer):
     """Human-readable output: the baseline once, then one block per change."""
 
     def baseline(self, session: DevSession, baseline: Baseline) -> None:
-        keys = [key for key, _ in baseline.generation.parts]
+        keys = [key for key, _, _ in baseline.generation.spans]
         click.secho(f"Baseline ({len(keys)} sources: {', '.join(keys) or 'none'})", bold=True)
         click.echo(baseline.generation.baseline)
         for error in baseline.errors:
@@ -205,7 +205,7 @@ class JsonPrinter(Printer):
             {
                 "event": "baseline",
                 "baseline": baseline.generation.baseline,
-                "sources": [key for key, _ in baseline.generation.parts],
+                "sources": [key for key, _, _ in baseline.generation.spans],
                 "unavailable": list(baseline.unavailable),
                 "errors": [e.to_json() for e in baseline.errors],
                 "plugins": {

@@ -127,8 +127,24 @@ class Generation:
 
     baseline: str
     snapshot: Snapshot
-    parts: tuple[tuple[str, str], ...] = ()
-    """``(key, text)`` for each source in the baseline, in order."""
+    spans: tuple[tuple[str, int, int], ...] = ()
+    """``(key, start, end)``: where each source's text lies in ``baseline``, in order.
+
+    Offsets, not copies: the baseline is held once, never beside its pieces.
+    """
+
+    @property
+    def parts(self) -> tuple[tuple[str, str], ...]:
+        """``(key, text)`` for each source in the baseline, in order (cut from it on demand)."""
+        baseline = self.baseline
+        return tuple((key, baseline[start:end]) for key, start, end in self.spans)
+
+    def sizes(self) -> dict[str, int]:
+        """Each source's share of the baseline in UTF-8 bytes, without copying the baseline apart."""
+        baseline = self.baseline
+        if baseline.isascii():
+            return {key: end - start for key, start, end in self.spans}
+        return {key: len(baseline[start:end].encode("utf-8", "surrogatepass")) for key, start, end in self.spans}
 
 
 ChangeKind = Literal["added", "updated", "removed"]
@@ -196,6 +212,15 @@ _by_value: OrderedDict[int, tuple[Any, Any, str]] = OrderedDict()
 """Second memo, by value identity and codec: producers that build new source
 objects at every load (but hand out the same cached value) still skip the dump."""
 _by_value_lock = threading.Lock()
+
+
+def _adopt(source: ContextSource, value: Any, stored: str) -> None:
+    """Remember ``stored`` (the snapshot's equal text) as ``value``'s encoding: one copy in memory, not two."""
+    object.__setattr__(source, "_encoded", (value, stored))
+    shared = _by_value.get(id(value))
+    if shared is not None and shared[0] is value:
+        with _by_value_lock:
+            _by_value[id(value)] = (value, shared[1], stored)
 
 
 def encode(source: ContextSource, value: Any) -> str:
@@ -354,15 +379,23 @@ def _report(ctx: SystemContext, obs: Observation) -> None:
 
 
 def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, Any, str]]) -> Generation:
-    parts: list[tuple[str, str]] = []
+    keys: list[str] = []
+    texts: list[str] = []
     entries: dict[str, SnapshotEntry] = {}
     for source, value, encoded in available:
         text = rendering.text(source, "baseline", value)
         entry = rendering.entry(source, value, encoded) if text is not None else None
         if text is not None and entry is not None:
-            parts.append((source.key, text))
+            keys.append(source.key)
+            texts.append(text)
             entries[source.key] = entry
-    return Generation(SEPARATOR.join(text for _, text in parts), Snapshot(entries), tuple(parts))
+    spans, start, step = [], 0, len(SEPARATOR)
+    for key, text in zip(keys, texts, strict=True):
+        spans.append((key, start, start + len(text)))
+        start += len(text) + step
+    baseline = SEPARATOR.join(texts)
+    texts.clear()  # the pieces go as soon as they are joined: only offsets into the baseline are kept
+    return Generation(baseline, Snapshot(entries), tuple(spans))
 
 
 def initialize(ctx: SystemContext, *, timeout: float = LOADER_TIMEOUT) -> Generation:
@@ -423,7 +456,11 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
         entry = stored.get(source.key)
         if entry is None:
             added.append((source, value, encoded))
-        elif entry.value != encoded:  # equal text is equal value: the common case costs one string compare
+        elif entry.value is encoded:
+            continue  # the stored text itself: the hot path of a long-lived process
+        elif entry.value == encoded:  # equal text is equal value: the common case costs one string compare
+            _adopt(source, value, entry.value)
+        else:
             try:
                 previous = decode(source, entry.value)
             except Exception as exc:  # noqa: BLE001 - any decode failure means replace

@@ -22,7 +22,13 @@ Checked against https://developers.openai.com/codex/hooks and the source of
   then ``compact``, mid-turn ``compact`` alone (the binary runs it before the
   tool call's follow-up; the ``core/src/session/turn.rs`` read, of another
   version, left it for the next turn). The rebuilt history keeps the user
-  prompts and the summary and drops every hook message.
+  prompts and the summary and drops every hook message: the local
+  summarisation (``core/src/compact.rs``, a ``/v1/responses`` request ending
+  in ``templates/compact/prompt.md``; what a custom provider gets) rebuilds it
+  from user messages, and the remote one (``/responses/compact``, chosen by
+  ``should_use_remote_compact_task`` for OpenAI's providers only) filters the
+  server's output through ``compact_remote.rs``
+  ``should_keep_compacted_history_item``, which drops ``developer`` messages.
 - ``/clear`` (terminal UI, through the app-server's ``thread/start`` with
   ``sessionStartSource: "clear"``) starts a new thread: a new ``session_id``
   with SessionStart ``clear``. ``codex exec`` cannot clear.

@@ -103,7 +103,7 @@ def record(
         "warnings": list(workflow.warnings),
     }
     if generation is not None:
-        entry["sections"] = [{"key": key, "bytes": len(text.encode())} for key, text in generation.parts]
+        entry["sections"] = [{"key": key, "bytes": size} for key, size in generation.sizes().items()]
         entry["baseline_bytes"] = len(generation.baseline.encode())
     return entry
 

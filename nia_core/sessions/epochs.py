@@ -21,7 +21,6 @@ from typing import Literal
 
 from nia_core.context import (
     LOADER_TIMEOUT,
-    SEPARATOR,
     Change,
     Generation,
     Observation,
@@ -100,25 +99,19 @@ def attempts(session_id: str) -> Iterator[int]:
 
 
 def segments(generation: Generation) -> list[str]:
-    """The baseline cut at its parts, so each source's text is stored (and shared) on its own.
+    """The baseline cut at its sources' spans, so each source's text is stored (and shared) on its own.
 
-    Joined, the segments are the baseline exactly; when the parts cannot be
-    found in order, the baseline is one segment.
+    Joined, the segments are the baseline exactly (the separators between
+    sources are segments of their own); a generation without spans is one segment.
     """
     baseline, pos, out = generation.baseline, 0, []
-    for _key, text in generation.parts:
-        if baseline.startswith(text, pos):
-            index = pos
-        elif baseline.startswith(SEPARATOR, pos) and baseline.startswith(text, pos + len(SEPARATOR)):
-            index = pos + len(SEPARATOR)
-        else:
-            index = baseline.find(text, pos)
-        if index < 0:
+    for _key, start, end in generation.spans:
+        if start < pos or end > len(baseline):
             return [baseline]
-        if index > pos:
-            out.append(baseline[pos:index])
-        out.append(text)
-        pos = index + len(text)
+        if start > pos:
+            out.append(baseline[pos:start])
+        out.append(baseline[start:end])
+        pos = end
     if pos < len(baseline):
         out.append(baseline[pos:])
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,7 +30,26 @@ from nia_core.sessions.store import (
 
 def content_id(text: str) -> str:
     """The content address of ``text``: hex sha256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(text) <= _HASH_CHUNK:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return joined_id((text,))
+
+
+_HASH_CHUNK = 256 * 1024
+
+
+def joined_id(texts: Iterable[str]) -> str:
+    """:func:`content_id` of the texts joined, without joining them or encoding a large text whole.
+
+    A baseline of megabytes is hashed piece by piece: its UTF-8 bytes are never
+    all in memory beside the text (UTF-8 encodes each character on its own, so
+    the pieces' bytes are the whole's).
+    """
+    digest = hashlib.sha256()
+    for text in texts:
+        for start in range(0, len(text), _HASH_CHUNK):
+            digest.update(text[start : start + _HASH_CHUNK].encode("utf-8"))
+    return digest.hexdigest()
 
 
 # -- messages ----------------------------------------------------------------------------
@@ -190,10 +209,9 @@ def baseline_from_texts(
             state = "missing" if text is None else "does not match its hash"
             raise CorruptRecord(f"the baseline of epoch {epoch} is corrupt: part {index + 1} {state}", session_id)
         parts.append(text)
-    baseline = "".join(parts)
-    if content_id(baseline) != baseline_id:
+    if joined_id(parts) != baseline_id:
         raise CorruptRecord(f"the baseline of epoch {epoch} does not match its hash", session_id)
-    return baseline
+    return "".join(parts)
 
 
 def parse_segments(session_id: str, raw: Any, epoch: int) -> list[str]:

@@ -44,6 +44,7 @@ from nia_core.sessions.serialize import (
     epoch_columns,
     epoch_from_row,
     history_entry,
+    joined_id,
     listing,
     manifest_ids,
     message_body,
@@ -537,7 +538,7 @@ class SQLiteStore(Store):
             segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
             baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
-            self._remember(texts)
+            # The joined baseline is kept, not its segments beside it: the same text is held once.
             self._baselines[(record.baseline_id, segments)] = baseline
             self._charge(len(baseline))
         snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
@@ -628,6 +629,8 @@ class SQLiteStore(Store):
         reason: str,
         compaction: PendingCompaction | None = None,
     ) -> SessionRecord:
+        baseline_id = joined_id(segments)
+        listed = json.dumps([content_id(text) for text in segments])
         with self._write(session_id, "store the new context epoch") as conn:
             session = self._session_row(conn, session_id)
             if session.revision != expected_revision:
@@ -652,8 +655,8 @@ class SQLiteStore(Store):
                 (
                     session_id,
                     number,
-                    content_id("".join(segments)),
-                    json.dumps([content_id(text) for text in segments]),
+                    baseline_id,
+                    listed,
                     snapshot_id,
                     snapshot_id,
                     seq,
@@ -668,7 +671,15 @@ class SQLiteStore(Store):
                 " compaction = CASE WHEN ? THEN NULL ELSE compaction END WHERE id = ?",
                 (number, history_from, summary_seq, compaction is not None, session_id),
             )
-            return self._session_row(conn, session_id)
+            record = self._session_row(conn, session_id)
+        # Committed: the state read that follows (the same boundary) takes the baseline and snapshot
+        # just written from memory, rather than reading a second copy of them back from the database.
+        baseline = "".join(segments)
+        with self._lock:
+            self._snapshots[snapshot_id] = snapshot
+            self._baselines[(baseline_id, listed)] = baseline
+            self._charge(len(baseline))
+        return record
 
     def admit_update(
         self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot

@@ -244,3 +244,28 @@ def test_a_constant_loader_is_answered_inline(threads_started: list[str]) -> Non
     assert isinstance(result, Unchanged)
     assert [o.status for o in result.observations] == ["ok", "ok"]
     assert threads_started == []
+
+
+def test_bytes_are_let_go_once_every_loader_holds_its_value_and_nothing_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nia_core.files as files
+
+    reads: list[str] = []
+    real = files.read_checked
+    monkeypatch.setattr(files, "read_checked", lambda p, r, lim: reads.append(str(p)) or real(p, r, lim))
+    cache = StatCache()
+    path = _files(tmp_path, 1)[0]
+    text = cache.loader(path, root=tmp_path)
+    size = cache.loader(path, root=tmp_path, derive=lambda content: len(content.data))
+
+    assert text() == "content 0" and cache.stat_unchanged(path, root=tmp_path) == b"content 0"  # one still needs them
+    assert size() == 9
+    assert cache.stat_unchanged(path, root=tmp_path) is None  # both hold their values: the bytes are gone
+    first = text()
+    assert first == "content 0" and text.peek() is first and size.peek() == 9
+    assert reads == [str(path)]  # one read served both loaders, before and after the bytes went
+
+    path.write_text("content 1!")
+    assert text() == "content 1!" and size() == 10 and len(reads) == 2
+    assert cache.read_bytes(path, root=tmp_path) == b"content 1!"  # a reader that needs the bytes gets them
