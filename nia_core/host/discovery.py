@@ -10,8 +10,8 @@ import importlib
 import logging
 import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +21,18 @@ from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
-from nia_core.host.importing import ImportDeadline, PluginRaised, import_plugin
+from nia_core.host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
 from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
 from nia_core.project.paths import shown_path
+from nia_core.records import record
 
 ENTRY_POINT_GROUP = "nia"
 log = logging.getLogger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
-@dataclass
+@record
 class Selection:
     """Which plugins may load: the switches from the environment, flags and config."""
 
@@ -247,24 +248,60 @@ def load_entry_points(
     editable = {r.module.partition(".")[0] for r in found if editable_metadata(r.metadata)}
     if editable:  # under development: from source in every process, never a stale .pyc
         compile_from_source(editable)
-    for record in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
+    steps = []
+    for point in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
         info = PluginInfo(
-            record.name,
+            point.name,
             "entry point",
-            module=record.module,
-            distribution=record.distribution,
-            version=record.version,
+            module=point.module,
+            distribution=point.distribution,
+            version=point.version,
         )
-        if record.name in host.plugins:
-            skip_taken_name(host, info, host.plugins[record.name])
+        steps.append((info, point.load))
+    _load_in_turn(host, selection, steps, lambda info, existing: True)
+
+
+def _load_in_turn(
+    host: PluginHost,
+    selection: Selection,
+    steps: list[tuple[PluginInfo, Callable[[], Any]]],
+    clashes: Callable[[PluginInfo, PluginInfo], bool],
+) -> None:
+    """Skip each plugin whose name is taken (``clashes`` with the one holding it), record each switched off,
+    import and register the rest, in order.
+
+    Which plugins get imported is known up front (every plugin handled takes
+    its name), so their imports run ahead on one worker (:class:`ImportAhead`)
+    while the ones already imported are registered.
+    """
+    holders = dict(host.plugins)
+    plan: list[tuple[str, PluginInfo, int]] = []
+    loads: list[Callable[[], Any]] = []
+    for info, load in steps:
+        existing = holders.get(info.name)
+        if existing is not None and clashes(info, existing):
+            plan.append(("taken", info, -1))
             continue
-        why = selection.reason(record.name, builtin=False)
+        holders[info.name] = info
+        why = selection.reason(info.name, builtin=False)
         if why is not None:
             info.enabled = False
             info.disabled_by = why
-            host.record(info)
+            plan.append(("disabled", info, -1))
             continue
-        register_imported(host, info, record.load)
+        plan.append(("import", info, len(loads)))
+        loads.append(load)
+    ahead = ImportAhead(loads, host.import_timeout)
+    try:
+        for what, info, index in plan:
+            if what == "taken":
+                skip_taken_name(host, info, host.plugins[info.name])
+            elif what == "disabled":
+                host.record(info)
+            else:  # the deadline is the ImportAhead's
+                register_imported(host, info, ahead.take(index), deadline=False)
+    finally:
+        ahead.close()
 
 
 def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
@@ -283,20 +320,16 @@ def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
 
 
 def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) -> None:
+    steps: list[tuple[PluginInfo, Callable[[], Any]]] = []
     for folder in folders:
         for name, path in local_plugin_paths(folder):
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
-            existing = host.plugins.get(name)
-            if existing is not None and existing.path != str(path):
-                skip_taken_name(host, info, existing)
-                continue
-            why = selection.reason(name, builtin=False)
-            if why is not None:
-                info.enabled = False
-                info.disabled_by = why
-                host.record(info)
-                continue
-            register_imported(host, info, lambda name=name, path=path: import_local(name, path))
+            steps.append((info, _local_import(name, path)))
+    _load_in_turn(host, selection, steps, lambda info, existing: existing.path != info.path)
+
+
+def _local_import(name: str, path: Path) -> Callable[[], Any]:
+    return lambda: import_local(name, path)
 
 
 def _nia_version() -> str:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nia_core.errors import one_line
@@ -144,3 +145,79 @@ def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
             raise error
         raise PluginRaised(error) from None
     return outcome.get("value")
+
+
+class ImportAhead:
+    """Imports ``loads`` in turn on one worker thread, ahead of the caller, who takes each outcome in order.
+
+    With one import at a time, every plugin costs two thread switches (to the
+    worker and back), more than a small plugin's import on a busy machine.
+    Here the worker goes from one import to the next while the caller
+    registers the plugins already imported. Each import keeps its own
+    deadline, counted from its start: past it, the worker is abandoned with
+    that import and a new one goes on with the next. :meth:`close` stops the
+    worker after the import it is in (when the caller gives up, under ``--strict``).
+    """
+
+    def __init__(self, loads: Sequence[Callable[[], Any]], deadline: float) -> None:
+        self._loads = list(loads)
+        self._deadline = deadline
+        self._started: list[float | None] = [None] * len(self._loads)
+        self._outcomes: list[dict[str, Any]] = [{} for _ in self._loads]
+        self._done = [threading.Event() for _ in self._loads]
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+        if self._loads:
+            self._spawn(0)
+
+    def _spawn(self, first: int) -> None:
+        self._generation += 1
+        self._thread = threading.Thread(
+            target=self._run, args=(first, self._generation), daemon=True, name="nia-plugin-import"
+        )
+        self._thread.start()
+
+    def _run(self, first: int, generation: int) -> None:
+        for index in range(first, len(self._loads)):
+            if generation != self._generation:
+                return
+            self._started[index] = time.monotonic()
+            outcome = self._outcomes[index]
+            try:
+                outcome["value"] = self._loads[index]()
+            except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
+                outcome["error"] = exc
+            self._done[index].set()
+
+    def take(self, index: int) -> Callable[[], Any]:
+        """A ``load`` that answers as :func:`import_plugin` would for ``loads[index]``: the module, or the error."""
+        return lambda: self._result(index)
+
+    def _result(self, index: int) -> Any:
+        done = self._done[index]
+        started = self._started[index]
+        limit = (started if started is not None else time.monotonic()) + self._deadline
+        while not done.wait(max(0.0, limit - time.monotonic())):
+            started = self._started[index]
+            if started is not None and started + self._deadline > limit:  # it began after we started waiting
+                limit = started + self._deadline
+                continue
+            if self._thread is not None:
+                abandon(self._thread)
+            if index + 1 < len(self._loads):
+                self._spawn(index + 1)
+            else:
+                self._generation += 1
+            raise ImportDeadline(self._deadline)
+        outcome = self._outcomes[index]
+        self._outcomes[index] = {}
+        if "error" in outcome:
+            error = outcome.pop("error")
+            if isinstance(error, Exception):
+                raise error
+            raise PluginRaised(error) from None
+        return outcome.get("value")
+
+    def close(self) -> None:
+        """No further imports: the worker ends after the one it is in."""
+        self._generation += 1

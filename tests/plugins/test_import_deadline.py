@@ -78,3 +78,26 @@ def test_plugins_are_imported_off_the_main_thread_by_one_reused_worker(tmp_path)
     assert {m.IDENT for m in imported} != {threading.get_ident()}
     assert len({m.IDENT for m in imported}) == 1
     assert {m.NAME for m in imported} == {"nia-plugin-import"}
+
+
+def test_each_import_has_its_own_deadline_though_they_run_ahead_in_turn(tmp_path, monkeypatch):
+    """Three imports of 0.4 s under a 1 s deadline all load: the deadline is per import, from its own start."""
+    from nia_core.host import load_host
+    from nia_core.project import locate
+
+    folder = tmp_path / ".nia" / "plugins"
+    folder.mkdir(parents=True)
+    for name in ("one", "two", "three"):
+        (folder / f"{name}.py").write_text("import time\ntime.sleep(0.4)\n")
+    (folder / "four.py").write_text("import time\ntime.sleep(30)\n")
+    (folder / "zz_last.py").write_text("LOADED = True\n")
+    monkeypatch.setenv("NIA_IMPORT_TIMEOUT", "1")
+    host = load_host(locate(tmp_path), entry_points=False)
+    errors = {info.name: info.error for info in host.infos() if info.origin == "local file"}
+    assert errors == {
+        "four": "import did not finish in 1 s",
+        "one": None,
+        "three": None,
+        "two": None,
+        "zz_last": None,
+    }
