@@ -251,7 +251,7 @@ class StatCache:
         """How many :class:`CachedFile` loaders of each slot exist (they decide when bytes may be let go)."""
         self._derived: dict[tuple[str, str | None, int | None], tuple[Content, int]] = {}
         """How many of them hold a value derived from the slot's current content."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a collected loader's __del__ may run inside a locked section
 
     @staticmethod
     def _unchanged(key: str, cached: tuple[Signature, object] | None) -> bool:
