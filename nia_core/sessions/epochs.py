@@ -177,6 +177,7 @@ def ensure_epoch(
             start(store, state, generation, f"initialized at {location}")
         except RevisionConflict:
             continue
+        del generation  # stored: the state read next holds the baseline, not a second copy beside this one
         return store.state(session_id), True
     raise AssertionError("unreachable")  # pragma: no cover
 
