@@ -260,10 +260,38 @@ class StatCache:
         return signature(os.stat(key)) == cached[0]  # raises OSError like open() would
 
     def read(
-        self, path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None, limit: int | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        root: str | os.PathLike[str] | None = None,
+        limit: int | None = None,
+        data: bool = True,
     ) -> Content:
-        """The checked :class:`Content` of ``path`` (see :func:`read_checked`); cached while unchanged."""
-        return self._read(os.fspath(path), None if root is None else os.fspath(root), limit, released=False)
+        """The checked :class:`Content` of ``path`` (see :func:`read_checked`); cached while unchanged.
+
+        With ``data=False``, a content whose bytes were let go (:meth:`done_with`)
+        comes back as it is (``released``, no data) while the file is unchanged:
+        for a caller that keeps what it made from the bytes and compares the
+        content by identity. Otherwise such a file is read again.
+        """
+        return self._read(os.fspath(path), None if root is None else os.fspath(root), limit, released=not data)
+
+    def done_with(
+        self,
+        path: str | os.PathLike[str],
+        content: Content,
+        *,
+        root: str | os.PathLike[str] | None = None,
+        limit: int | None = None,
+    ) -> Content:
+        """The content to keep once the caller made what it needs from ``content``'s bytes.
+
+        The bytes are let go unless a loader of the file has yet to derive its
+        value from them. Compare what comes back by identity with what
+        :meth:`read` gives with ``data=False``.
+        """
+        slot = (os.fspath(path), None if root is None else os.fspath(root), limit)
+        return self._derived_from(slot, content, loader=False)
 
     def _read(self, key: str, base: str | None, limit: int | None, *, released: bool) -> Content:
         """:meth:`read`; a released content is handed back only when ``released`` (else the file is read again)."""
@@ -343,7 +371,9 @@ class StatCache:
                 self._live.pop(slot, None)
                 self._derived.pop(slot, None)
 
-    def _derived_from(self, slot: tuple[str, str | None, int | None], content: Content) -> Content:
+    def _derived_from(
+        self, slot: tuple[str, str | None, int | None], content: Content, *, loader: bool = True
+    ) -> Content:
         """A loader now holds a value derived from ``content``: the content it should keep.
 
         Once every live loader of the slot holds its value, the bytes are
@@ -356,7 +386,8 @@ class StatCache:
             if entry is None or entry[1] is not content or content.released:
                 return content
             prior = self._derived.get(slot)
-            count = prior[1] + 1 if prior is not None and prior[0] is content else 1
+            count = prior[1] if prior is not None and prior[0] is content else 0
+            count += loader  # a loader's own value counts; another reader only asks
             if count < self._live.get(slot, 0):
                 self._derived[slot] = (content, count)
                 return content

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
-from nia_core.files import Refused, inside, outside_clause
+from nia_core.files import Content, Refused, inside, outside_clause
 from nia_core.project.binary import SNIFF_BYTES, binary_content
 from nia_core.project.paths import escape_name, in_git_dir
 from nia_core.project.sections import warn_once
@@ -113,16 +113,33 @@ def render_removal(_previous: list[dict[str, Any]]) -> str:
     return "The AGENTS.md instructions loaded earlier no longer apply: no AGENTS.md files are in effect now."
 
 
+def _item(label: str, content: Content, budget: int) -> dict[str, Any] | None:
+    """One file's part of the value (``None`` for a binary file, left out)."""
+    if binary_content(content.data[:SNIFF_BYTES]):
+        log.warning("nia/instructions: %s is a binary file: left out", escape_name(label))
+        return None
+    text, truncated = cut(content.data, budget)
+    if truncated:
+        shown = escape_name(label)
+        log.warning("nia/instructions: %s is %d bytes, cut to the %d-byte budget", shown, content.size, budget)
+        text += f"\n\n[... truncated by nia: {shown} is {content.size} bytes, over the {budget}-byte budget ...]"
+    return {"path": label, "text": text, "truncated": truncated}
+
+
 @lru_cache(maxsize=64)
 def instructions_source(files: tuple[tuple[str, str, str | None], ...], budget: int) -> ContextSource:
     """One source per set of files, so an unchanged set keeps its identity (and its caches)."""
-    last: dict[str, Any] = {"contents": None, "value": None}
+    last: dict[str, Any] = {"contents": None, "items": None, "value": None}
 
     def load() -> Any:
+        previous, items = last["contents"], last["items"]
         contents = []
-        for label, real, root in files:
+        for index, (label, real, root) in enumerate(files):
             try:
-                contents.append(_files.read(real, root=root, limit=budget))
+                content = _files.read(real, root=root, limit=budget, data=False)
+                if content.released and (previous is None or previous[index] is not content):
+                    content = _files.read(real, root=root, limit=budget)  # its bytes went, and are needed
+                contents.append(content)
             except Refused as exc:
                 if exc.transient:
                     log.warning("nia/instructions: %s %s: retried later", escape_name(label), exc.problem)
@@ -132,26 +149,19 @@ def instructions_source(files: tuple[tuple[str, str, str | None], ...], budget: 
             except OSError as exc:
                 log.warning("nia/instructions: cannot read %s: %s", escape_name(label), exc.strerror or exc)
                 return UNAVAILABLE
-        previous = last["contents"]
         if previous is not None and all(a is b for a, b in zip(previous, contents, strict=True)):
             return last["value"]
-        value = []
-        for (label, _real, _root), content in zip(files, contents, strict=True):
-            if content is None:
-                continue
-            if binary_content(content.data[:SNIFF_BYTES]):
-                log.warning("nia/instructions: %s is a binary file: left out", escape_name(label))
-                continue
-            text, truncated = cut(content.data, budget)
-            if truncated:
-                shown = escape_name(label)
-                log.warning("nia/instructions: %s is %d bytes, cut to the %d-byte budget", shown, content.size, budget)
-                text += (
-                    f"\n\n[... truncated by nia: {shown} is {content.size} bytes, over the {budget}-byte budget ...]"
-                )
-            value.append({"path": label, "text": text, "truncated": truncated})
-        result = tuple(value)
-        last["contents"], last["value"] = contents, result
+        made: list[dict[str, Any] | None] = []
+        for index, ((label, real, root), content) in enumerate(zip(files, contents, strict=True)):
+            if previous is not None and content is not None and previous[index] is content:
+                made.append(items[index])  # unchanged: its text as made last time
+            elif content is not None:
+                made.append(_item(label, content, budget))
+                contents[index] = _files.done_with(real, content, root=root, limit=budget)
+            else:
+                made.append(None)
+        result = tuple(item for item in made if item is not None)
+        last["contents"], last["items"], last["value"] = contents, made, result
         return result
 
     return ContextSource(

@@ -286,14 +286,14 @@ class _Merger:
         names = tuple([item.name for item in items])
         order = _orders.get(real_dir)
         if order is None or order[0] != names:  # a listing that changed at all is sorted afresh
-            order = (names, sorted(range(len(names)), key=names.__getitem__))
+            # git's folder or a submodule's pointer file is never context: left out of the order itself
+            kept = [i for i in range(len(names)) if names[i].lower() != ".git"]
+            order = (names, sorted(kept, key=names.__getitem__))
             if len(_orders) >= MEMO_LIMIT:
                 _orders.clear()
             _orders[real_dir] = order
         for index in order[1]:
             item = items[index]
-            if item.name.lower() == ".git":
-                continue  # git's folder or a submodule's pointer file: never context
             shown = shown_dir + item.name
             try:
                 if item.is_symlink():

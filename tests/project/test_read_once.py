@@ -146,3 +146,24 @@ def test_a_new_epoch_is_not_read_back_from_the_database_it_was_just_written_to(
     assert result.exit_code == 0, result.output
     assert any(s.startswith("INSERT INTO epochs") for s in statements)
     assert not [s for s in statements if "FROM blobs" in s or "FROM snapshots" in s]
+
+
+def test_agents_md_files_are_read_once_and_an_edit_rereads_only_that_file(tmp_path: Path) -> None:
+    from nia_core import Location
+    from nia_plugins import instructions
+
+    root = project(tmp_path / "r", files={"AGENTS.md": "Root rules.\n", "sub/AGENTS.md": "Sub rules.\n"})
+    location = Location(root / "sub", root)
+    reads: list[str] = []
+    real = nia_core.files.read_checked
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nia_core.files, "read_checked", lambda p, r, lim: reads.append(str(p)) or real(p, r, lim))
+        [source] = instructions.nia_context_sources(location=location, config={})
+        first = source.load()
+        assert [item["text"] for item in first] == ["Sub rules.\n", "Root rules.\n"]
+        assert source.load() is first
+        (root / "AGENTS.md").write_text("Root rules, edited.\n")
+        second = source.load()
+    assert [item["text"] for item in second] == ["Sub rules.\n", "Root rules, edited.\n"]
+    assert second[0] is first[0]  # the unchanged file's part, as made before: not read or decoded again
+    assert sorted(reads) == sorted([str(root / "sub" / "AGENTS.md"), str(root / "AGENTS.md"), str(root / "AGENTS.md")])
