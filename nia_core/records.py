@@ -30,6 +30,7 @@ from typing import Any, TypeVar, dataclass_transform, overload
 
 T = TypeVar("T", bound=type)
 
+MISSING = dataclasses.MISSING
 _HAS_FACTORY = object()
 """The default of an ``__init__`` parameter whose field has a ``default_factory``."""
 
@@ -122,11 +123,51 @@ def _parameter(f: dataclasses.Field[Any]) -> str:
     return text if f.default is dataclasses.MISSING else f"{text} = {f.default!r}"
 
 
+COMPILE_AFTER = 16
+"""Instances made by the shared ``__init__`` before the class gets a compiled one (most never need it)."""
+
+
 def _lazy_init(cls: type, frozen: bool) -> Callable[..., None]:
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    """Binds the arguments itself for the first :data:`COMPILE_AFTER` instances, then compiles ``__init__``.
+
+    Only the plain case is bound here: a missing, extra or repeated argument
+    goes to the compiled ``__init__``, so its error is exactly ``@dataclass``'s.
+    """
+    fields = dataclasses.fields(cls)
+    names = [f.name for f in fields if f.init]
+    known = frozenset(names)
+    assign: Callable[[Any, str, Any], None] = object.__setattr__ if frozen else setattr
+    post_init = getattr(cls, "__post_init__", None) is not None
+    made = 0
+
+    def compiled(self: Any, /, *args: Any, **kwargs: Any) -> None:
         built = _build_init(cls, frozen)
         cls.__init__ = built  # type: ignore[misc]
         built(self, *args, **kwargs)
+
+    def __init__(self: Any, /, *args: Any, **kwargs: Any) -> None:  # positional-only: a field may be named self
+        nonlocal made
+        if made >= COMPILE_AFTER or len(args) > len(names):
+            return compiled(self, *args, **kwargs)
+        given = dict(zip(names, args, strict=False))
+        for name, value in kwargs.items():
+            if name in given or name not in known:
+                return compiled(self, *args, **kwargs)
+            given[name] = value
+        for f in fields:
+            if f.init and f.name not in given and f.default is MISSING and f.default_factory is MISSING:
+                return compiled(self, *args, **kwargs)
+        made += 1
+        for f in fields:  # as the compiled __init__ does, field by field in order
+            if f.init and f.name in given:
+                assign(self, f.name, given[f.name])
+            elif f.default_factory is not MISSING:
+                assign(self, f.name, f.default_factory())
+            elif f.init:
+                assign(self, f.name, f.default)
+        if post_init:
+            self.__post_init__()
+        return None
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__

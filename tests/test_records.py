@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from nia_core import records
 from nia_core.records import record
 
 
@@ -194,6 +195,7 @@ def test_a_field_named_self_and_recursive_repr():
         self: int
         children: list[Any] = field(default_factory=list)
 
+    assert Node(self=2).self == 2
     node = Node(1)
     node.children.append(node)
     assert repr(node).endswith("Node(self=1, children=[...])")
@@ -214,3 +216,27 @@ def test_a_class_without_a_docstring_gets_dataclasses_one():
     real, fast = pair(mutable_shape)
     assert fast.__doc__ == real.__doc__ == "State(name: 'str', items: 'dict[str, int]' = <factory>, count: 'int' = 0)"
     assert pair(frozen_shape)[1].__doc__ == "One entry."
+
+
+@pytest.mark.parametrize("shape", [frozen_shape, mutable_shape, post_init_shape])
+def test_the_first_instances_and_the_compiled_init_make_the_same_objects(shape):
+    """The first instances are bound by shared code, later ones by the compiled __init__: no difference."""
+    real, fast = pair(shape)
+    calls = {
+        frozen_shape: [(("a",), {}), (("a", 2), {"seen": ["s"]}), ((), {"key": "k", "ignored": 2.0})],
+        mutable_shape: [(("s",), {}), (("s", {"x": 1}), {"count": 2}), ((), {"name": "n"})],
+        post_init_shape: [(("k",), {}), ((), {"key": "k", "load": 1})],
+    }[shape]
+    for _ in range(records.COMPILE_AFTER + 2):
+        for args, kwargs in calls:
+            one, other = real(*args, **kwargs), fast(*args, **kwargs)
+            assert vars(one) == vars(other)
+            if shape is not post_init_shape:
+                assert repr(one).split("(", 1)[1] == repr(other).split("(", 1)[1]
+        for bad_args, bad_kwargs in [((), {}), (("a",), {"key": "b"}), (("a",), {"nope": 1})]:
+            with pytest.raises(TypeError) as expected:
+                real(*bad_args, **bad_kwargs)
+            with pytest.raises(TypeError) as got:
+                fast(*bad_args, **bad_kwargs)
+            assert str(got.value) == str(expected.value)
+    assert fast.__init__.__code__.co_name == "__init__" and "__nia_setattr__" in fast.__init__.__globals__

@@ -9,97 +9,138 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 
 from __future__ import annotations
 
-from nia_core.model import Message, ModelRequest, Reply, ToolCall, Usage
-from nia_core.sessions.boundary import (
-    Admitted,
-    AwaitingTools,
-    BoundaryResult,
-    Idle,
-    Ready,
-    Replied,
-    TurnResult,
-    pass_boundary,
-    run_boundary,
-    run_turn,
-    start_over,
-)
-from nia_core.sessions.compaction import Summarizer, compact, default_summary
-from nia_core.sessions.epochs import Admission, Blocked, ContextFor, Contexts, Deferred, Replaced, replace_now
-from nia_core.sessions.errors import (
-    CorruptRecord,
-    DatabaseFull,
-    DatabaseLocked,
-    NewerSchema,
-    RefusedInput,
-    RevisionConflict,
-    StoreError,
-    UnknownSession,
-    UnsupportedDatabase,
-)
-from nia_core.sessions.moves import move, switch_model
-from nia_core.sessions.open import db_url, default_db_path, open_store
-from nia_core.sessions.projection import build_request, project
-from nia_core.sessions.sqlite import SCHEMA_VERSION, SQLiteStore
-from nia_core.sessions.store import (
-    ActiveEpoch,
-    EpochRecord,
-    HistoryEntry,
-    PendingCompaction,
-    SessionRecord,
-    SessionState,
-    Store,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "ActiveEpoch",
-    "Admission",
-    "Admitted",
-    "AwaitingTools",
-    "Blocked",
-    "BoundaryResult",
-    "ContextFor",
-    "Contexts",
-    "CorruptRecord",
-    "DatabaseFull",
-    "DatabaseLocked",
-    "Deferred",
-    "EpochRecord",
-    "HistoryEntry",
-    "Idle",
-    "Message",
-    "ModelRequest",
-    "NewerSchema",
-    "PendingCompaction",
-    "Ready",
-    "RefusedInput",
-    "Replaced",
-    "Replied",
-    "Reply",
-    "RevisionConflict",
-    "SQLiteStore",
-    "SessionRecord",
-    "SessionState",
-    "Store",
-    "StoreError",
-    "Summarizer",
-    "ToolCall",
-    "TurnResult",
-    "UnknownSession",
-    "UnsupportedDatabase",
-    "Usage",
-    "build_request",
-    "compact",
-    "db_url",
-    "default_db_path",
-    "default_summary",
-    "move",
-    "open_store",
-    "pass_boundary",
-    "project",
-    "replace_now",
-    "run_boundary",
-    "run_turn",
-    "start_over",
-    "switch_model",
-]
+from nia_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # at run time __getattr__ imports on demand: an agent hook loads no compaction or moves code
+    from nia_core.model import Message as Message
+    from nia_core.model import ModelRequest as ModelRequest
+    from nia_core.model import Reply as Reply
+    from nia_core.model import ToolCall as ToolCall
+    from nia_core.model import Usage as Usage
+    from nia_core.sessions.boundary import Admitted as Admitted
+    from nia_core.sessions.boundary import AwaitingTools as AwaitingTools
+    from nia_core.sessions.boundary import BoundaryResult as BoundaryResult
+    from nia_core.sessions.boundary import Idle as Idle
+    from nia_core.sessions.boundary import Ready as Ready
+    from nia_core.sessions.boundary import Replied as Replied
+    from nia_core.sessions.boundary import TurnResult as TurnResult
+    from nia_core.sessions.boundary import pass_boundary as pass_boundary
+    from nia_core.sessions.boundary import run_boundary as run_boundary
+    from nia_core.sessions.boundary import run_turn as run_turn
+    from nia_core.sessions.boundary import start_over as start_over
+    from nia_core.sessions.compaction import Summarizer as Summarizer
+    from nia_core.sessions.compaction import compact as compact
+    from nia_core.sessions.compaction import default_summary as default_summary
+    from nia_core.sessions.epochs import Admission as Admission
+    from nia_core.sessions.epochs import Blocked as Blocked
+    from nia_core.sessions.epochs import ContextFor as ContextFor
+    from nia_core.sessions.epochs import Contexts as Contexts
+    from nia_core.sessions.epochs import Deferred as Deferred
+    from nia_core.sessions.epochs import Replaced as Replaced
+    from nia_core.sessions.epochs import replace_now as replace_now
+    from nia_core.sessions.errors import CorruptRecord as CorruptRecord
+    from nia_core.sessions.errors import DatabaseFull as DatabaseFull
+    from nia_core.sessions.errors import DatabaseLocked as DatabaseLocked
+    from nia_core.sessions.errors import NewerSchema as NewerSchema
+    from nia_core.sessions.errors import RefusedInput as RefusedInput
+    from nia_core.sessions.errors import RevisionConflict as RevisionConflict
+    from nia_core.sessions.errors import StoreError as StoreError
+    from nia_core.sessions.errors import UnknownSession as UnknownSession
+    from nia_core.sessions.errors import UnsupportedDatabase as UnsupportedDatabase
+    from nia_core.sessions.moves import move as move
+    from nia_core.sessions.moves import switch_model as switch_model
+    from nia_core.sessions.open import db_url as db_url
+    from nia_core.sessions.open import default_db_path as default_db_path
+    from nia_core.sessions.open import open_store as open_store
+    from nia_core.sessions.projection import build_request as build_request
+    from nia_core.sessions.projection import project as project
+    from nia_core.sessions.sqlite import SCHEMA_VERSION as SCHEMA_VERSION
+    from nia_core.sessions.sqlite import SQLiteStore as SQLiteStore
+    from nia_core.sessions.store import ActiveEpoch as ActiveEpoch
+    from nia_core.sessions.store import EpochRecord as EpochRecord
+    from nia_core.sessions.store import HistoryEntry as HistoryEntry
+    from nia_core.sessions.store import PendingCompaction as PendingCompaction
+    from nia_core.sessions.store import SessionRecord as SessionRecord
+    from nia_core.sessions.store import SessionState as SessionState
+    from nia_core.sessions.store import SessionView as SessionView
+    from nia_core.sessions.store import Store as Store
+
+__all__, __getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "nia_core.model": (
+            "Message",
+            "ModelRequest",
+            "Reply",
+            "ToolCall",
+            "Usage",
+        ),
+        "nia_core.sessions.boundary": (
+            "Admitted",
+            "AwaitingTools",
+            "BoundaryResult",
+            "Idle",
+            "Ready",
+            "Replied",
+            "TurnResult",
+            "pass_boundary",
+            "run_boundary",
+            "run_turn",
+            "start_over",
+        ),
+        "nia_core.sessions.compaction": (
+            "Summarizer",
+            "compact",
+            "default_summary",
+        ),
+        "nia_core.sessions.epochs": (
+            "Admission",
+            "Blocked",
+            "ContextFor",
+            "Contexts",
+            "Deferred",
+            "Replaced",
+            "replace_now",
+        ),
+        "nia_core.sessions.errors": (
+            "CorruptRecord",
+            "DatabaseFull",
+            "DatabaseLocked",
+            "NewerSchema",
+            "RefusedInput",
+            "RevisionConflict",
+            "StoreError",
+            "UnknownSession",
+            "UnsupportedDatabase",
+        ),
+        "nia_core.sessions.moves": (
+            "move",
+            "switch_model",
+        ),
+        "nia_core.sessions.open": (
+            "db_url",
+            "default_db_path",
+            "open_store",
+        ),
+        "nia_core.sessions.projection": (
+            "build_request",
+            "project",
+        ),
+        "nia_core.sessions.sqlite": (
+            "SCHEMA_VERSION",
+            "SQLiteStore",
+        ),
+        "nia_core.sessions.store": (
+            "ActiveEpoch",
+            "EpochRecord",
+            "HistoryEntry",
+            "PendingCompaction",
+            "SessionRecord",
+            "SessionState",
+            "SessionView",
+            "Store",
+        ),
+    },
+)

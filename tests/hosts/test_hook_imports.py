@@ -47,6 +47,8 @@ NEVER = {
     "nia_core.providers.lookup",
     "nia_core.providers.http",
     "nia_core.sessions.postgres",
+    "nia_core.sessions.compaction",
+    "nia_core.sessions.moves",
     "http.client",
     "urllib.request",
     "ssl",
