@@ -1,6 +1,6 @@
 """Boundaries per second on SQLite and PostgreSQL with 1, 4 and 16 concurrent runner processes.
 
-    python bench/bench_boundaries.py [--seconds 3] [--runners 1,4,16]
+    python bench/bench_boundaries.py [--seconds 3] [--runners 1,4,16] [--turns 40]
 
 Each runner is a process driving its own session through full turns: the safe
 provider-turn boundary (observe, promote, reconcile), a provider that answers
@@ -12,6 +12,10 @@ runner has opened its store and run one warm-up turn.
 Stores: SQLite (WAL, one file, the default), PostgreSQL through the pooled
 ``PostgresStore``, and the naive baseline: the same store opening a new
 connection for every transaction (what a runner pays without a pool).
+
+First, one runner drives ``--turns`` turns through a relay that counts round
+trips to PostgreSQL on the wire (bench/round_trips.py), and the table of round
+trips per turn, per store step, is printed.
 
 PostgreSQL is ``NIA_TEST_POSTGRES_URL`` or a ``postgresql://`` ``NIA_DB``;
 without either, a throwaway local cluster is started when PostgreSQL's server
@@ -30,11 +34,17 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, SystemContext
 from nia_core.sessions import ModelRequest, Reply, Store, open_store, run_turn
+
+if __package__:  # imported as bench.bench_boundaries
+    from bench.round_trips import CountingRelay, StepCounter
+else:  # python bench/bench_boundaries.py: this folder is sys.path[0]
+    from round_trips import CountingRelay, StepCounter
 
 HERE = Path(__file__).resolve().parent
 
@@ -88,16 +98,15 @@ class ConnectPerTransaction:
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    @contextlib.contextmanager
-    def connection(self, timeout: float | None = None) -> Iterator[Any]:
+    def getconn(self, timeout: float | None = None) -> Any:
         import psycopg
 
         conn = psycopg.connect(self.store._conninfo, **self.store._kwargs)
-        try:
-            self.store._configure(conn)
-            yield conn
-        finally:
-            conn.close()
+        self.store._configure(conn)
+        return conn
+
+    def putconn(self, conn: Any) -> None:
+        conn.close()
 
     def check(self) -> None:
         pass
@@ -181,6 +190,52 @@ def postgres_url() -> tuple[str | None, Any]:
     return cluster.url, cluster
 
 
+WARM_UP = 2
+"""Turns before counting: the first initializes the epoch."""
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    steps: dict[str, tuple[float, float]]
+    """Per store step: ``(calls, round trips)`` per turn."""
+    per_turn: float
+    most_plain: int
+    """The most round trips of a turn that admitted no system message."""
+    most_updated: int
+    """The most round trips of a turn that admitted one."""
+    syncs: float
+    """The client's ``Sync``/``Query`` messages per turn (each ends in a wait; exact whatever the load)."""
+
+
+def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
+    """Round trips of one runner's turns, per store step and per turn, counted on the wire.
+
+    Like a runner: every fourth turn the context changes, so a system message is admitted.
+    """
+    relay = CountingRelay(url)
+    plain: list[int] = []
+    updated: list[int] = []
+    try:
+        set_value(folder, 0)
+        with open_store(relay.url) as store:
+            session_id = store.create_session(str(folder), "echo/echo").id
+            for turn in range(WARM_UP):
+                run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"warm-up {turn}")
+            counter = StepCounter(store, relay)
+            syncs = relay.syncs
+            for turn in range(turns):
+                if turn % 4 == 3:
+                    set_value(folder, turn)
+                before = relay.trips
+                run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turn}")
+                (updated if turn % 4 == 3 else plain).append(relay.trips - before)
+    finally:
+        relay.close()
+    steps = {step: (counter.calls[step] / turns, counter.trips[step] / turns) for step in counter.calls}
+    per_turn = (sum(plain) + sum(updated)) / turns
+    return RoundTrips(steps, per_turn, max(plain, default=0), max(updated, default=0), (relay.syncs - syncs) / turns)
+
+
 @contextlib.contextmanager
 def fresh_postgres(url: str) -> Iterator[str]:
     sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
@@ -194,14 +249,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measuring window per cell")
     parser.add_argument("--runners", default="1,4,16", help="comma-separated runner counts")
+    parser.add_argument("--turns", type=int, default=40, help="turns of the round-trip count (0: skip it)")
     args = parser.parse_args()
     counts = [int(n) for n in args.runners.split(",")]
 
+    load_before = os.getloadavg()[0]
     server, cluster = postgres_url()
     kinds = ["sqlite"] + (["postgres", "postgres-naive"] if server else [])
     rows: dict[str, list[float]] = {}
+    trips: RoundTrips | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="nia-bench-") as tmp:
+            if server and args.turns:
+                folder = Path(tmp) / "round-trips"
+                folder.mkdir()
+                with fresh_postgres(server) as url:
+                    open_store(url).close()
+                    trips = count_round_trips(url, args.turns, folder)
             for kind in kinds:
                 rows[kind] = []
                 for runners in counts:
@@ -217,18 +281,38 @@ def main() -> None:
         if cluster is not None and not isinstance(cluster, str):
             cluster.destroy()
 
+    if trips is not None:
+        print(f"PostgreSQL round trips per turn, counted on the wire; one runner, {args.turns} turns after {WARM_UP}")
+        print("(every fourth turn admits a system message; a step calling another is charged to the outer one)")
+        print(f"{'store step':<16}{'calls/turn':>12}{'round trips/turn':>18}")
+        print("-" * 46)
+        for step, (calls, count) in sorted(trips.steps.items(), key=lambda item: -item[1][1]):
+            print(f"{step:<16}{calls:>12.2f}{count:>18.2f}")
+        print(f"{'total':<16}{sum(c for c, _ in trips.steps.values()):>12.2f}{trips.per_turn:>18.2f}")
+        print(
+            f"most in one turn: {trips.most_plain} without a system message,"
+            f" {trips.most_updated} with one (goal: at most 6);"
+            f" requests ending in a wait (Sync, Query): {trips.syncs:.2f} per turn"
+        )
+        print()
     labels = {
         "sqlite": "SQLite (WAL, one file)",
         "postgres": "PostgreSQL, pooled (PostgresStore)",
         "postgres-naive": "PostgreSQL, connect per transaction (naive)",
     }
     print(f"Turns per second (boundary + provider + stored reply), all runners together; {args.seconds:g}s each;")
-    print(f"each runner a process on its own session; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(
+        f"each runner a process on its own session; {os.cpu_count()} CPUs,"
+        f" load {load_before:.1f} before / {os.getloadavg()[0]:.1f} after"
+    )
     header = f"{'store':<46}" + "".join(f"{f'{n} runner' + ('s' if n > 1 else ''):>13}" for n in counts)
     print(header)
     print("-" * len(header))
     for kind, values in rows.items():
         print(f"{labels[kind]:<46}" + "".join(f"{v:>13.0f}" for v in values))
+    if "postgres" in rows:
+        ratios = [pg / lite for pg, lite in zip(rows["postgres"], rows["sqlite"], strict=True)]
+        print(f"{'PostgreSQL pooled / SQLite':<46}" + "".join(f"{r:>12.0%} " for r in ratios))
     if not server:
         print(f"(PostgreSQL skipped: {cluster})")
 

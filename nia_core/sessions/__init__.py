@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: an agent hook lo
     from nia_core.sessions.store import PendingCompaction as PendingCompaction
     from nia_core.sessions.store import SessionRecord as SessionRecord
     from nia_core.sessions.store import SessionState as SessionState
+    from nia_core.sessions.store import SessionView as SessionView
     from nia_core.sessions.store import Store as Store
 
 __all__, __getattr__, __dir__ = lazy_exports(
@@ -138,6 +139,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
             "PendingCompaction",
             "SessionRecord",
             "SessionState",
+            "SessionView",
             "Store",
         ),
     },

@@ -41,7 +41,7 @@ from nia_core.sessions.epochs import (
 from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.store import SessionState, Store
+from nia_core.sessions.store import SessionState, SessionView, Store
 
 log = logging.getLogger("nia.sessions")
 
@@ -85,17 +85,27 @@ BoundaryResult = Ready | Blocked | AwaitingTools | Idle
 class _Passed:
     state: SessionState
     """Read after admission; has an active epoch."""
+    history: tuple[Message, ...]
+    """Read with ``state``."""
     initialized: bool
     promoted: tuple[Message, ...]
     admission: Admission | None
 
 
-def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) -> _Passed | Blocked | AwaitingTools:
-    """Steps 1-3, the part every door shares (see the module docstring)."""
+def _pass(
+    store: Store, session_id: str, contexts: Contexts, *, timeout: float, first: SessionState | None = None
+) -> _Passed | Blocked | AwaitingTools:
+    """Steps 1-3, the part every door shares (see the module docstring).
+
+    ``first``: the session as the caller just read it, used for the first
+    attempt instead of reading it again. After each write the session is read
+    with ``after_write``, which a networked store answers from the write itself.
+    """
     promoted: list[Message] = []
     for _ in attempts(session_id):
         # 1. An active epoch with a complete baseline, before any input is promoted.
-        ensured = ensure_epoch(store, session_id, contexts, timeout=timeout)
+        ensured = ensure_epoch(store, session_id, contexts, timeout=timeout, state=first)
+        first = None
         if isinstance(ensured, Blocked):
             log.debug("session %s: boundary blocked: %s", session_id, ensured)
             return ensured
@@ -105,7 +115,8 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
             promoted += store.promote(session_id, location=state.session.location)
         except RevisionConflict:
             continue  # moved meanwhile: initialize at the new Location first
-        history = [entry.message for entry in store.history(session_id)]
+        view = store.view(session_id, after_write=True)
+        history = tuple(entry.message for entry in view.history)
         unsettled = unsettled_tool_calls(history)
         if unsettled:
             log.debug("session %s: no boundary while %d tool call(s) await results", session_id, len(unsettled))
@@ -114,15 +125,18 @@ def _pass(store: Store, session_id: str, contexts: Contexts, *, timeout: float) 
         admission = None
         if not initialized:
             try:
-                admission = admit_changes(store, state, contexts, timeout=timeout)
+                admission, moved_on = admit_changes(store, view.state, contexts, timeout=timeout)
             except Moved:
                 continue
-        state = store.state(session_id)
+            if moved_on:  # written or read again since the view: the request is built from what is stored now
+                view = store.view(session_id, after_write=True)
+                history = tuple(entry.message for entry in view.history)
+        state = view.state
         if state.epoch is None:
             continue
         if log.isEnabledFor(logging.DEBUG):
             log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
-        return _Passed(state, initialized, tuple(promoted), admission)
+        return _Passed(state, history, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -144,20 +158,26 @@ def run_boundary(
     store: Store, session_id: str, context_for: ContextFor, *, timeout: float = LOADER_TIMEOUT
 ) -> BoundaryResult:
     """Run steps 1-4 (see the module docstring)."""
-    state = store.state(session_id)
-    history = [entry.message for entry in store.history(session_id)]
+    return _boundary(store, session_id, Contexts(context_for), store.view(session_id), timeout=timeout)
+
+
+def _boundary(
+    store: Store, session_id: str, contexts: Contexts, view: SessionView, *, timeout: float
+) -> BoundaryResult:
+    """Steps 1-4 from ``view``, the session as just read."""
+    state = view.state
+    history = [entry.message for entry in view.history]
     if not awaits_reply([*history, *state.pending]):
         return Idle(session_id)
     unsettled = unsettled_tool_calls([*history, *state.pending])
     if unsettled:  # not a safe boundary yet: observe nothing, promote nothing
         return AwaitingTools(session_id, unsettled)
-    passed = _pass(store, session_id, Contexts(context_for), timeout=timeout)
+    passed = _pass(store, session_id, contexts, timeout=timeout, first=state)
     if not isinstance(passed, _Passed):
         return passed
     # 4. The request, from durable state only.
     assert passed.state.epoch is not None
-    history = [entry.message for entry in store.history(session_id)]
-    request = build_request(passed.state.session, passed.state.epoch, history)
+    request = build_request(passed.state.session, passed.state.epoch, list(passed.history))
     return Ready(request, passed.promoted, passed.admission, passed.initialized)
 
 
@@ -266,12 +286,12 @@ def run_turn(
     :class:`ProviderError` naming the session; the input and any admitted
     system message stay durable and the next call retries with the same request.
     """
-    state = store.state(session_id)
-    history = store.history(session_id)
+    view = store.view(session_id)
     if text is not None:
-        refuse_input(session_id, text, [*(entry.message for entry in history), *state.pending])
+        refuse_input(session_id, text, [*(entry.message for entry in view.history), *view.state.pending])
         store.enqueue(session_id, Message("user", text))
-    result = run_boundary(store, session_id, context_for, timeout=timeout)
+        view = store.view(session_id, after_write=True)
+    result = _boundary(store, session_id, Contexts(context_for), view, timeout=timeout)
     if not isinstance(result, Ready):
         return result
     request = result.request

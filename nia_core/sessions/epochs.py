@@ -157,15 +157,22 @@ def start(store: Store, state: SessionState, generation: Generation, reason: str
 
 
 def ensure_epoch(
-    store: Store, session_id: str, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
+    store: Store,
+    session_id: str,
+    contexts: Contexts,
+    *,
+    timeout: float = LOADER_TIMEOUT,
+    state: SessionState | None = None,
 ) -> tuple[SessionState, bool] | Blocked:
     """Step 1: make sure the session has an active epoch; ``(state, started_now)`` or :class:`Blocked`.
 
+    ``state``: the session as the caller just read it (else it is read here).
     Nothing is stored when the context is unavailable, so the caller's
     pending input stays pending and retryable.
     """
     for _ in attempts(session_id):
-        state = store.state(session_id)
+        if state is None:
+            state = store.state(session_id)
         if state.epoch is not None:
             return state, False
         location = state.session.location
@@ -176,6 +183,7 @@ def ensure_epoch(
         try:
             start(store, state, generation, f"initialized at {location}")
         except RevisionConflict:
+            state = None
             continue
         return store.state(session_id), True
     raise AssertionError("unreachable")  # pragma: no cover
@@ -210,12 +218,15 @@ def new_epoch(
 
 def admit_changes(
     store: Store, state: SessionState, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
-) -> Admission:
+) -> tuple[Admission, bool]:
     """Step 3: apply a requested replacement, else reconcile, writing the result in one CAS.
 
+    Also says whether the session moved on from ``state`` here (written, or
+    read again after a lost compare-and-swap), so the caller reads it anew.
     Raises :class:`Moved` when the session loses its epoch meanwhile.
     """
     session_id = state.session.id
+    moved_on = False
     for _ in attempts(session_id):
         epoch = state.epoch
         if epoch is None:
@@ -228,7 +239,7 @@ def admit_changes(
                 replacement = replace(ctx, epoch.snapshot, timeout=timeout)
                 if isinstance(replacement, ReplacementReady):
                     start(store, state, replacement.generation, str(wanted))
-                    return Admission("replaced", reason=str(wanted), observations=replacement.observations)
+                    return Admission("replaced", reason=str(wanted), observations=replacement.observations), True
                 held = replacement.keys
             result = reconcile(ctx, epoch.snapshot, timeout=timeout)
             if isinstance(result, Updated):
@@ -246,19 +257,26 @@ def admit_changes(
                     reason=str(wanted) if wanted and held else "",
                     changes=result.changes,
                     observations=result.observations,
-                )
+                ), True
             if isinstance(result, ReplacementReady):
                 start(store, state, result.generation, result.reason)
-                return Admission("replaced", reason=result.reason, observations=result.observations)
+                return Admission("replaced", reason=result.reason, observations=result.observations), True
         except RevisionConflict:
             state = store.state(session_id)
+            moved_on = True
             continue
         if isinstance(result, ReplacementBlocked):
-            return Admission("blocked", reason=result.reason, blocked_on=result.keys, observations=result.observations)
+            admission = Admission(
+                "blocked", reason=result.reason, blocked_on=result.keys, observations=result.observations
+            )
+            return admission, moved_on
         assert isinstance(result, Unchanged)
         if held:
-            return Admission("blocked", reason=str(wanted or ""), blocked_on=held, observations=result.observations)
-        return Admission("unchanged", observations=result.observations)
+            admission = Admission(
+                "blocked", reason=str(wanted or ""), blocked_on=held, observations=result.observations
+            )
+            return admission, moved_on
+        return Admission("unchanged", observations=result.observations), moved_on
     raise AssertionError("unreachable")  # pragma: no cover
 
 

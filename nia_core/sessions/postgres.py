@@ -2,33 +2,43 @@
 
 The same tables and versioned migrations as the SQLite store (``schema_version``),
 reached through a ``psycopg_pool.ConnectionPool``. Every write is one server-side
-transaction, sent in pipeline mode (``BEGIN`` travels with its first query, the
-trailing writes with ``COMMIT``: about two round trips):
+transaction:
 
+- the writes of every turn (``enqueue``, ``promote``, ``admit_update``,
+  ``append``) are functions the schema installs (migration 3): ``BEGIN``, the
+  call and ``COMMIT`` go in one pipelined round trip, and the function answers
+  with its result and the session as it leaves it (``nia_view``), read under
+  its lock, so the boundary need not read it again (:meth:`PostgresStore.view`
+  with ``after_write``); a turn is four round trips, five when it admits a change;
+- the other writes are statements sent in pipeline mode (``BEGIN`` travels
+  with the first query, the trailing writes with ``COMMIT``: two round trips);
 - writes that extend a session's history lock its row first
-  (``SELECT … FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and
-  pending input is promoted exactly once;
+  (``FOR NO KEY UPDATE``), so ``seq`` numbers stay gap-free and pending input
+  is promoted exactly once;
 - epoch writes are a compare-and-swap on the revision
   (``UPDATE sessions SET revision = revision + 1 WHERE revision = %s …``), which
   PostgreSQL re-checks against the newest row version after any wait;
 - a read is one statement (one snapshot of the database), so a session, its
-  epoch, its snapshot manifest and its pending input are seen at one instant;
-  the content-addressed texts they name never change, so fetching them
-  afterwards (or from a process-local cache) cannot mix two states.
+  epoch, its snapshot manifest, its pending input and its history are seen at
+  one instant; the content-addressed texts they name never change, so fetching
+  them afterwards (or from a process-local cache) cannot mix two states.
 
 A lost connection (a terminated backend, a restarted server) is retried until
 ``timeout``. When it is lost while committing, the outcome is looked up before
-anything is redone: by the transaction's id (``pg_xact_status``) while the
-server is the one that ran it, and after a crash-restart (which may hand the
-same id out again) by the rows the transaction wrote. Committed work is
-returned, aborted work is redone, and when the rows cannot tell (input that
-may already have been promoted) the error says to check before resending; so
-nothing is lost or stored twice. psycopg is imported only when this store is
-opened, so nia works without it.
+anything is redone: a function's write by the token it recorded with its result
+(``nia_writes``; inserting the token ourselves waits for a write still running
+and fences one that never committed; a token is never reused, so this holds
+across a crash-restart), another write by its transaction id
+(``pg_xact_status``) while the server is the one that ran it, and after a
+crash-restart (which may hand the same id out again) by the rows the
+transaction wrote. Committed work is returned, aborted work is redone, and when
+the rows cannot tell (a session others moved on meanwhile) the error says to
+check before resending; so nothing is lost or stored twice. psycopg is
+imported only when this store is opened, so nia works without it.
 
-Three modules: the schema and its migrations (``postgres_schema``), the
-transactions and their recovery (``postgres_tx``), and the ``Store`` methods
-(here).
+Three modules: the schema, its migrations and functions (``postgres_schema``),
+the transactions and their recovery (``postgres_tx``), and the ``Store``
+methods (here).
 """
 
 from __future__ import annotations
@@ -42,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from nia_core.context import Snapshot
-from nia_core.model import Message
+from nia_core.model import MESSAGE_KINDS, Message
 from nia_core.sessions.errors import (
     CorruptRecord,
     RevisionConflict,
@@ -60,6 +70,7 @@ from nia_core.sessions.postgres_schema import (
 from nia_core.sessions.postgres_schema import migrate as migrate_schema
 from nia_core.sessions.postgres_tx import (
     Transactions,
+    _Call,
     _one_line,
     _psycopg,
     _Tx,
@@ -96,6 +107,7 @@ from nia_core.sessions.store import (
     SessionListing,
     SessionRecord,
     SessionState,
+    SessionView,
     Store,
 )
 
@@ -120,6 +132,8 @@ _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from,
 _CACHE_CHARS = 64 * 1024 * 1024
 """Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
+_DECODED_SESSIONS = 16
+"""Sessions whose decoded history this process keeps (a runner drives one at a time)."""
 
 
 class PostgresStore(Transactions, Store):
@@ -149,11 +163,16 @@ class PostgresStore(Transactions, Store):
         self._texts_size = 0
         self._known: set[str] = set()
         self._cache_lock = threading.Lock()
+        self._local = threading.local()
+        self._decoded: dict[str, tuple[tuple[Any, ...], tuple[HistoryEntry, ...]]] = {}
         try:
             info = conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise UnsupportedDatabase(f"NIA_DB is not a valid PostgreSQL URL ({_one_line(exc)})") from None
-        self._kwargs: dict[str, Any] = {"autocommit": True}
+        # Never prepared: a turn's statements are function calls with trivial plans (the functions' own plans
+        # are cached by the server), and preparing costs a round trip of its own outside a pipeline and a
+        # PgBouncer that keeps prepared statements.
+        self._kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
         if "application_name" not in info:
             self._kwargs["application_name"] = "nia"
         if "connect_timeout" not in info:
@@ -263,18 +282,23 @@ class PostgresStore(Transactions, Store):
             )
         tx.stored.update(unknown)
 
-    def _get_texts(self, tx: _Tx, ids: Iterable[str]) -> dict[str, str]:
+    def _get_texts(self, tx: _Tx | None, ids: Iterable[str]) -> dict[str, str]:
+        """The texts ``ids`` from the cache, else from ``tx`` (with no ``tx``: raises :class:`_NeedTexts`)."""
         wanted = set(ids)
         with self._cache_lock:
             found = {i: self._texts[i] for i in wanted if i in self._texts}
         missing = sorted(wanted - found.keys())
         if missing:
+            if tx is None:
+                raise _NeedTexts
             for text_id, data in tx.all("SELECT id, data FROM blobs WHERE id = ANY(%s)", (missing,)):
                 found[text_id] = bytes(data).decode("utf-8", errors="replace")
         return found
 
-    def _remember(self, tx: _Tx, texts: Mapping[str, str]) -> None:
+    def _remember(self, tx: _Tx | None, texts: Mapping[str, str]) -> None:
         """Cache texts already hash-checked (content-addressed rows never change)."""
+        if tx is None:
+            return  # they all came from the cache
         for text_id, text in texts.items():
             if content_id(text) == text_id:
                 tx.read[text_id] = text
@@ -311,17 +335,6 @@ class PostgresStore(Transactions, Store):
         if row is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         return session_from_row(row)
-
-    def _lock(
-        self, tx: _Tx, session_id: str, *queries: tuple[str, Sequence[Any]]
-    ) -> tuple[SessionRecord, list[psycopg.Cursor[Any]]]:
-        """Lock the session's row, and run ``queries`` right after it (one round trip); they see what it guards."""
-        lock = tx.send(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,))
-        cursors = [tx.send(query, params) for query, params in queries]
-        row = lock.fetchone()
-        if row is None:
-            raise UnknownSession(f"no session {session_id!r} in {self.url}")
-        return session_from_row(row), cursors
 
     @staticmethod
     def _insert_messages(
@@ -455,7 +468,7 @@ class PostgresStore(Transactions, Store):
         return self._run(session_id, "read the session", work, write=False)
 
     def _active_epoch(
-        self, tx: _Tx, session_id: str, number: int, row: Sequence[Any], manifest: str | None
+        self, tx: _Tx | None, session_id: str, number: int, row: Sequence[Any], manifest: str | None
     ) -> ActiveEpoch:
         if row[0] is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
@@ -470,6 +483,76 @@ class PostgresStore(Transactions, Store):
         snapshot = snapshot_from_texts(session_id, record.snapshot_id, ids, texts)
         self._remember(tx, texts)
         return ActiveEpoch(record, baseline, snapshot)
+
+    def view(self, session_id: str, *, after_write: bool = False) -> SessionView:
+        """State and history in one statement (``nia_view``); after a write, as the write left them, if it said."""
+        if after_write:
+            raw = self._left(session_id)
+            if raw is not None:
+                return self._decode_view(session_id, raw)
+
+        def work(tx: _Tx) -> SessionView:
+            row = tx.one("SELECT nia_view(%s)", (session_id,))
+            return self._view_from(tx, session_id, row[0] if row else None)
+
+        return self._run(session_id, "read the session", work, write=False)
+
+    def _decode_view(self, session_id: str, raw: Any) -> SessionView:
+        """``raw`` from a write's answer; texts not in the cache are fetched afterwards (they never change)."""
+        try:
+            return self._view_from(None, session_id, raw)
+        except _NeedTexts:
+            return self._run(
+                session_id, "read the session", lambda tx: self._view_from(tx, session_id, raw), write=False
+            )
+
+    def _view_from(self, tx: _Tx | None, session_id: str, raw: Any) -> SessionView:
+        if raw is None:
+            raise UnknownSession(f"no session {session_id!r} in {self.url}")
+        try:
+            session_row, epoch_row, manifest, pending_rows, history_rows = raw
+        except (TypeError, ValueError):
+            raise CorruptRecord("its stored view does not read", session_id) from None
+        session = session_from_row(session_row)
+        epoch = None
+        if session.epoch is not None:
+            epoch = self._active_epoch(tx, session_id, session.epoch, epoch_row, manifest)
+        pending = tuple(pending_message(session_id, *row) for row in pending_rows)
+        return SessionView(SessionState(session, epoch, pending), self._history_from(session_id, history_rows))
+
+    def _history_from(self, session_id: str, rows: list[Any]) -> tuple[HistoryEntry, ...]:
+        """The history, decoding only rows not decoded before: a boundary reads a session's whole history
+        several times a turn. A row equal to one decoded before decodes the same (validation included)."""
+        with self._cache_lock:
+            known_rows, known = self._decoded.get(session_id, ((), ()))
+        same = 0
+        for old, new in zip(known_rows, rows, strict=False):
+            if old != new:
+                break
+            same += 1
+        history = known[:same] + tuple(history_entry(session_id, *row) for row in rows[same:])
+        with self._cache_lock:
+            if len(self._decoded) >= _DECODED_SESSIONS and session_id not in self._decoded:
+                self._decoded.clear()
+            self._decoded[session_id] = (tuple(rows), history)
+        return history
+
+    def _settled(self, session_id: str, answer: Mapping[str, Any]) -> Any:
+        """A write function's result, or the error its answer names."""
+        if "error" in answer:
+            raise UnknownSession(f"no session {session_id!r} in {self.url}")
+        if "conflict" in answer:
+            raise RevisionConflict(session_id, str(answer["conflict"]))
+        if "damaged" in answer:
+            pending_message(session_id, *answer["damaged"])  # raises CorruptRecord naming the row
+            raise CorruptRecord(f"pending input #{answer['damaged'][0]!r:.20} is damaged", session_id)
+        if "view" in answer and answer["view"] is not None:
+            self._leave(session_id, answer["view"])
+        return answer["ok"]
+
+    @staticmethod
+    def _token() -> str:
+        return secrets.token_hex(16)
 
     def history(self, session_id: str) -> list[HistoryEntry]:
         def work(tx: _Tx) -> list[tuple[Any, ...]]:
@@ -510,64 +593,46 @@ class PostgresStore(Transactions, Store):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
         refuse_unsendable(session_id, message)
 
-        def work(tx: _Tx) -> None:
-            # Locked so a concurrent promote sees this input wholly before or wholly after it.
-            self._lock(tx, session_id)
-            row = (session_id, message.kind, message_body(message), now())
-            tx.send("INSERT INTO pending (session_id, kind, body, created) VALUES (%s, %s, %s, %s)", row)
-            tx.prove(
-                "pending",
-                "SELECT EXISTS (SELECT 1 FROM pending WHERE session_id = %s AND kind = %s AND body = %s"
-                " AND created = %s)",
-                row,
+        def build() -> _Call:
+            token = self._token()
+            return _Call(
+                "SELECT nia_enqueue(%s, %s, %s, %s, %s)",
+                (token, session_id, message.kind, message_body(message), now()),
+                token,
             )
 
-        self._run(session_id, "keep the input", work, write=True)
+        self._settled(session_id, self._call(session_id, "keep the input", build))
 
     def promote(self, session_id: str, *, location: str) -> list[Message]:
-        def work(tx: _Tx) -> list[Message]:
-            session, (pending, next_seq) = self._lock(
-                tx,
-                session_id,
-                ("SELECT id, kind, body FROM pending WHERE session_id = %s ORDER BY id", (session_id,)),
-                (_NEXT_SEQ, (session_id,)),
+        def build() -> _Call:
+            token = self._token()
+            return _Call(
+                "SELECT nia_promote(%s, %s, %s, %s, %s)",
+                (token, session_id, location, list(MESSAGE_KINDS), now()),
+                token,
             )
-            if session.epoch is None:
-                raise RevisionConflict(session_id, "no active epoch (moved?)")
-            if session.location != location:
-                raise RevisionConflict(session_id, f"moved to {session.location}")
-            rows = pending.fetchall()
-            if not rows:
-                return []
-            messages = [pending_message(session_id, pending_id, kind, body) for pending_id, kind, body in rows]
-            promoted = self._insert_messages(tx, session_id, _first(next_seq), session.epoch, messages, None)
-            tx.send("DELETE FROM pending WHERE id = ANY(%s)", ([row[0] for row in rows],))
-            return promoted
 
-        return self._run(session_id, "promote the input", work, write=True)
+        epoch, rows = self._settled(session_id, self._call(session_id, "promote the input", build))
+        return [
+            dataclasses.replace(pending_message(session_id, pending_id, kind, body), seq=seq, epoch=epoch)
+            for pending_id, kind, body, seq in rows
+        ]
 
     def append(self, session_id: str, message: Message, *, reply: ReplyRecord | None = None) -> Message:
-        def work(tx: _Tx) -> Message:
-            session, (next_seq, latest) = self._lock(
-                tx,
-                session_id,
-                (_NEXT_SEQ, (session_id,)),
-                ("SELECT MAX(number) FROM epochs WHERE session_id = %s", (session_id,)),
-            )
-            epoch = session.epoch if session.epoch is not None else latest.fetchone()[0]  # type: ignore[index]
-            seq = _first(next_seq)
-            stored = self._insert_messages(tx, session_id, seq, epoch, [message], None)[0]
-            if reply is not None:
-                text = encode_reply(reply)
-                tx.send("UPDATE messages SET reply = %s WHERE session_id = %s AND seq = %s", (text, session_id, seq))
-                tx.prove(
-                    "reply",
-                    "SELECT EXISTS (SELECT 1 FROM messages WHERE session_id = %s AND seq = %s AND reply = %s)",
-                    (session_id, seq, text),
-                )
-            return with_record(stored, reply)
+        body = message_body(message)
+        record = None if reply is None else encode_reply(reply)
 
-        return self._run(session_id, f"store the {message.kind} message", work, write=True)
+        def build() -> _Call:
+            token = self._token()
+            return _Call(
+                "SELECT nia_append(%s, %s, %s, %s, %s, %s)",
+                (token, session_id, message.kind, body, record, now()),
+                token,
+            )
+
+        answer = self._call(session_id, f"store the {message.kind} message", build)
+        seq, epoch = self._settled(session_id, answer)
+        return with_record(dataclasses.replace(message, seq=seq, epoch=epoch), reply)
 
     # -- epoch writes ---------------------------------------------------------------------
 
@@ -646,22 +711,51 @@ class PostgresStore(Transactions, Store):
     def admit_update(
         self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
     ) -> Message:
-        def work(tx: _Tx) -> Message:
-            _, (next_seq,) = self._swap(
-                tx, session_id, expected_revision, "epoch = %s", epoch, (_NEXT_SEQ, (session_id,))
-            )
-            seq = _first(next_seq)
-            snapshot_id = self._put_snapshot(tx, snapshot)
-            message = self._insert_messages(tx, session_id, seq, epoch, [Message("system_update", text)], snapshot_id)[
-                0
-            ]
-            tx.send(
-                "UPDATE epochs SET snapshot_id = %s WHERE session_id = %s AND number = %s",
-                (snapshot_id, session_id, epoch),
-            )
-            return message
+        manifest, texts = snapshot_manifest(snapshot)
+        snapshot_id = content_id(manifest)
+        body = message_body(Message("system_update", text))
 
-        return self._run(session_id, "store the mid-conversation system message", work, write=True)
+        def build() -> _Call:
+            token = self._token()
+            call = _Call(
+                "SELECT nia_admit(%s, %s, %s, %s, %s, %s, %s)",
+                (token, session_id, expected_revision, epoch, body, snapshot_id, now()),
+                token,
+            )
+            self._snapshot_ahead(call, snapshot_id, manifest, texts)
+            return call
+
+        answer = self._call(session_id, "store the mid-conversation system message", build)
+        (seq,) = self._settled(session_id, answer)
+        return Message("system_update", text, seq=seq, epoch=epoch)
+
+    def _snapshot_ahead(self, call: _Call, snapshot_id: str, manifest: str, texts: Mapping[str, str]) -> None:
+        """Store a snapshot ahead of ``call``, in its transaction, with no answer awaited.
+
+        Texts this process already stored or saw are not sent again; the rest
+        go with ``ON CONFLICT DO NOTHING`` (sorted: concurrent writers lock ids
+        in one order). What is sent is cached once the write commits.
+        """
+        call.read.update(texts)  # the view the write answers with names them
+        if self._is_known(snapshot_id):
+            return
+        unknown = sorted(i for i in texts if not self._is_known(i))
+        if unknown:
+            call.before.append(
+                (
+                    "INSERT INTO blobs (id, data) SELECT * FROM unnest(%s::text[], %s::bytea[])"
+                    " ON CONFLICT (id) DO NOTHING",
+                    (unknown, [texts[i].encode("utf-8") for i in unknown]),
+                )
+            )
+        call.before.append(
+            (
+                "INSERT INTO snapshots (id, manifest) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
+                (snapshot_id, manifest),
+            )
+        )
+        call.stored.update(unknown)
+        call.stored.add(snapshot_id)
 
     # -- user commands --------------------------------------------------------------------
 
@@ -726,6 +820,10 @@ def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
 
 _NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s"
 """The next history number; read only while holding the session's row lock, so it is never taken twice."""
+
+
+class _NeedTexts(Exception):
+    """Texts a view names are not in the process's cache: read them (they never change)."""
 
 
 def _first(cursor: psycopg.Cursor[Any]) -> int:

@@ -73,11 +73,164 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE messages ADD COLUMN reply TEXT",
         ),
     ),
+    (
+        3,
+        (
+            # One row per write made by a server-side function below, in the write's own transaction:
+            # a token the client chose and what the write returned. A connection lost before the answer
+            # arrives is resolved by this row: present, the write committed (and here is its result);
+            # absent, a recovery inserts the token with no result, so the write can never commit later.
+            """CREATE TABLE nia_writes (
+                token TEXT PRIMARY KEY,
+                result TEXT,
+                created TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""",
+            "CREATE INDEX nia_writes_by_age ON nia_writes (created)",
+            # A session, its active epoch, that epoch's snapshot manifest, its pending input and its whole
+            # history, as one JSON value read in one statement (one snapshot of the database).
+            """CREATE FUNCTION nia_view(p_session TEXT) RETURNS json LANGUAGE sql STABLE AS $$
+                SELECT json_build_array(
+                    json_build_array(s.id, s.location, s.model, s.created, s.revision, s.epoch,
+                                     s.history_from, s.summary_seq, s.compaction),
+                    json_build_array(e.number, e.baseline_id, e.snapshot_id, e.initial_snapshot_id,
+                                     e.start_seq, e.model, e.location, e.reason, e.created, e.segments),
+                    sn.manifest,
+                    (SELECT coalesce(json_agg(json_build_array(p.id, p.kind, p.body) ORDER BY p.id), '[]')
+                       FROM pending p WHERE p.session_id = s.id),
+                    (SELECT coalesce(json_agg(json_build_array(m.seq, m.epoch, m.kind, m.body, m.snapshot_id,
+                                                               m.created, m.reply) ORDER BY m.seq), '[]')
+                       FROM messages m WHERE m.session_id = s.id))
+                FROM sessions s
+                LEFT JOIN epochs e ON e.session_id = s.id AND e.number = s.epoch
+                LEFT JOIN snapshots sn ON sn.id = e.snapshot_id
+                WHERE s.id = p_session
+            $$""",
+            # Records a write's token and result (see nia_writes); now and then forgets day-old ones.
+            """CREATE FUNCTION nia_written(p_token TEXT, p_result TEXT) RETURNS void LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO nia_writes (token, result) VALUES (p_token, p_result);
+                IF random() < 0.001 THEN
+                    DELETE FROM nia_writes WHERE created < now() - interval '1 day';
+                END IF;
+            END
+            $$""",
+            # Whether a stored body reads as a message (an object whose text, if any, is a string).
+            """CREATE FUNCTION nia_body_ok(p_body TEXT) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+            BEGIN
+                RETURN json_typeof(p_body::json) = 'object'
+                    AND coalesce(json_typeof(p_body::json -> 'text'), 'string') = 'string';
+            EXCEPTION WHEN others THEN
+                RETURN false;
+            END
+            $$""",
+            # enqueue(): input kept pending, under the session's row lock (a concurrent promote sees it wholly
+            # before or wholly after).
+            """CREATE FUNCTION nia_enqueue(p_token TEXT, p_session TEXT, p_kind TEXT, p_body TEXT, p_created TEXT)
+            RETURNS json LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM 1 FROM sessions WHERE id = p_session FOR NO KEY UPDATE;
+                IF NOT FOUND THEN
+                    RETURN json_build_object('error', 'unknown');
+                END IF;
+                INSERT INTO pending (session_id, kind, body, created) VALUES (p_session, p_kind, p_body, p_created);
+                PERFORM nia_written(p_token, 'null');
+                RETURN json_build_object('ok', NULL, 'view', nia_view(p_session));
+            END
+            $$""",
+            # promote(): every pending input into the history, in order, fenced on an active epoch at
+            # p_location; the session's row lock keeps seq gap-free and each input promoted once.
+            """CREATE FUNCTION nia_promote(p_token TEXT, p_session TEXT, p_location TEXT, p_kinds TEXT[],
+                                           p_created TEXT) RETURNS json LANGUAGE plpgsql AS $$
+            DECLARE
+                s RECORD;
+                bad RECORD;
+                v_seq BIGINT;
+                v_rows json;
+                v_result json;
+            BEGIN
+                SELECT epoch, location INTO s FROM sessions WHERE id = p_session FOR NO KEY UPDATE;
+                IF NOT FOUND THEN
+                    RETURN json_build_object('error', 'unknown');
+                ELSIF s.epoch IS NULL THEN
+                    RETURN json_build_object('conflict', 'no active epoch (moved?)');
+                ELSIF s.location <> p_location THEN
+                    RETURN json_build_object('conflict', 'moved to ' || s.location);
+                END IF;
+                FOR bad IN SELECT id, kind, body FROM pending WHERE session_id = p_session ORDER BY id LOOP
+                    IF NOT (bad.kind = ANY (p_kinds)) OR NOT nia_body_ok(bad.body) THEN
+                        RETURN json_build_object('damaged', json_build_array(bad.id, bad.kind, bad.body));
+                    END IF;
+                END LOOP;
+                SELECT coalesce(max(seq), 0) INTO v_seq FROM messages WHERE session_id = p_session;
+                WITH gone AS (DELETE FROM pending WHERE session_id = p_session RETURNING id, kind, body),
+                numbered AS (SELECT id, kind, body, v_seq + row_number() OVER (ORDER BY id) AS seq FROM gone),
+                added AS (
+                    INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)
+                    SELECT p_session, seq, s.epoch, kind, body, NULL, p_created FROM numbered RETURNING 1
+                )
+                SELECT coalesce(json_agg(json_build_array(id, kind, body, seq) ORDER BY seq), '[]')
+                INTO v_rows FROM numbered;
+                v_result := json_build_array(s.epoch, v_rows);
+                PERFORM nia_written(p_token, v_result::text);
+                RETURN json_build_object('ok', v_result, 'view', nia_view(p_session));
+            END
+            $$""",
+            # append(): one message (a reply) at the end of the history, under the session's row lock.
+            """CREATE FUNCTION nia_append(p_token TEXT, p_session TEXT, p_kind TEXT, p_body TEXT, p_reply TEXT,
+                                          p_created TEXT) RETURNS json LANGUAGE plpgsql AS $$
+            DECLARE
+                v_epoch INTEGER;
+                v_seq BIGINT;
+                v_result json;
+            BEGIN
+                SELECT epoch INTO v_epoch FROM sessions WHERE id = p_session FOR NO KEY UPDATE;
+                IF NOT FOUND THEN
+                    RETURN json_build_object('error', 'unknown');
+                END IF;
+                IF v_epoch IS NULL THEN
+                    SELECT max(number) INTO v_epoch FROM epochs WHERE session_id = p_session;
+                END IF;
+                SELECT coalesce(max(seq), 0) + 1 INTO v_seq FROM messages WHERE session_id = p_session;
+                INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created, reply)
+                VALUES (p_session, v_seq, v_epoch, p_kind, p_body, NULL, p_created, p_reply);
+                v_result := json_build_array(v_seq, v_epoch);
+                PERFORM nia_written(p_token, v_result::text);
+                RETURN json_build_object('ok', v_result);
+            END
+            $$""",
+            # admit_update(): the compare-and-swap on the revision (re-checked against the newest row
+            # version after any wait), then the system message and the epoch's new snapshot together.
+            """CREATE FUNCTION nia_admit(p_token TEXT, p_session TEXT, p_expected BIGINT, p_epoch INTEGER,
+                                         p_body TEXT, p_snapshot TEXT, p_created TEXT)
+            RETURNS json LANGUAGE plpgsql AS $$
+            DECLARE
+                v_seq BIGINT;
+                v_result json;
+            BEGIN
+                UPDATE sessions SET revision = revision + 1
+                WHERE id = p_session AND revision = p_expected AND epoch = p_epoch;
+                IF NOT FOUND THEN
+                    IF NOT EXISTS (SELECT 1 FROM sessions WHERE id = p_session) THEN
+                        RETURN json_build_object('error', 'unknown');
+                    END IF;
+                    RETURN json_build_object('conflict', 'revision changed');
+                END IF;
+                SELECT coalesce(max(seq), 0) + 1 INTO v_seq FROM messages WHERE session_id = p_session;
+                INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created)
+                VALUES (p_session, v_seq, p_epoch, 'system_update', p_body, p_snapshot, p_created);
+                UPDATE epochs SET snapshot_id = p_snapshot WHERE session_id = p_session AND number = p_epoch;
+                v_result := json_build_array(v_seq);
+                PERFORM nia_written(p_token, v_result::text);
+                RETURN json_build_object('ok', v_result, 'view', nia_view(p_session));
+            END
+            $$""",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
 
-NIA_TABLES = ("blobs", "snapshots", "sessions", "epochs", "messages", "pending")
+NIA_TABLES = ("blobs", "snapshots", "sessions", "epochs", "messages", "pending", "nia_writes")
 MIGRATION_LOCK = 0x6E6961  # "nia": one advisory lock key per schema, so runners never migrate at once
 
 

@@ -9,7 +9,9 @@ clear :class:`~nia_core.sessions.errors.StoreError` each.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +95,24 @@ class _Tx:
         return rows
 
 
+@dataclass
+class _Call:
+    """One write made by a server-side function (postgres_schema, migration 3), sent in one round trip.
+
+    ``BEGIN``, the statements ``before`` it (content-addressed inserts, which
+    need no answer), the function call and ``COMMIT`` travel together. The
+    function records ``token`` and its result in ``nia_writes`` in the same
+    transaction, which is how a lost answer is resolved.
+    """
+
+    query: str
+    params: tuple[Any, ...]
+    token: str
+    before: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    stored: set[str] = field(default_factory=set)
+    read: dict[str, str] = field(default_factory=dict)
+
+
 class _Lost(Exception):
     """The connection was lost; when ``committing``, ``result`` is what the transaction would return."""
 
@@ -106,6 +126,8 @@ class _Lost(Exception):
         self.committing = committing
         self.tx = tx
         self.result = result
+        self.token: str | None = None
+        """For a function's write (:class:`_Call`): its token in ``nia_writes``."""
 
 
 class Transactions:
@@ -117,14 +139,52 @@ class Transactions:
     _kwargs: dict[str, Any]
     _pool: psycopg_pool.ConnectionPool[Any]
 
+    _local: threading.local
+    """``views``: the session as this thread's last write to it left it (raw ``nia_view`` JSON), by session id."""
+
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         """Wait at most ``timeout`` for a session's row lock, unless the URL or server chose a limit."""
         row = conn.execute("SELECT current_setting('lock_timeout')").fetchone()
         if row is not None and row[0] == "0":
             conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")  # type: ignore[arg-type]
 
+    # -- the session as this thread's last write left it --------------------------------
+
+    def _forget(self, session_id: str | None) -> None:
+        views = getattr(self._local, "views", None)
+        if views and session_id is not None:
+            views.pop(session_id, None)
+
+    def _leave(self, session_id: str, raw: Any) -> None:
+        self._local.views = {session_id: raw}  # one session per thread: a runner drives one at a time
+
+    def _left(self, session_id: str) -> Any:
+        views = getattr(self._local, "views", None)
+        return views.pop(session_id, None) if views else None
+
     def _run(self, session_id: str | None, action: str, work: Callable[[_Tx], T], *, write: bool) -> T:
         """Run ``work`` in one transaction, retrying lost connections, deadlocks and serialization failures."""
+        if write:
+            self._forget(session_id)
+        return self._retrying(
+            session_id,
+            action,
+            lambda deadline: self._attempt(work, write=write, deadline=deadline),
+            "committed" if write else "read",
+        )
+
+    def _call(self, session_id: str, action: str, build: Callable[[], _Call]) -> dict[str, Any]:
+        """Make a function's write (a fresh :class:`_Call` per attempt); its JSON answer.
+
+        After a lost answer resolved as committed, the answer is ``{"ok": result}``
+        as the function recorded it, without the session's view.
+        """
+        self._forget(session_id)
+        return self._retrying(
+            session_id, action, lambda deadline: self._attempt_call(build(), deadline=deadline), "committed"
+        )
+
+    def _retrying(self, session_id: str | None, action: str, attempt: Callable[[float], T], kind: str) -> T:
         import psycopg
 
         started = time.monotonic()
@@ -132,10 +192,9 @@ class Transactions:
         delay = 0.02
         while True:
             try:
-                result = self._attempt(work, write=write, deadline=deadline)
+                result = attempt(deadline)
                 if log.isEnabledFor(logging.DEBUG):
                     about = f" (session {session_id})" if session_id else ""
-                    kind = "committed" if write else "read"
                     log.debug("postgres: %s%s: %s in %.1f ms", action, about, kind, (time.monotonic() - started) * 1000)
                 return result
             except _Lost as lost:
@@ -199,6 +258,39 @@ class Transactions:
         self._cache(tx)
         return result  # type: ignore[no-any-return]
 
+    def _attempt_call(self, call: _Call, *, deadline: float) -> dict[str, Any]:
+        import psycopg
+        from psycopg.pq import TransactionStatus
+
+        tx: _Tx | None = None
+        try:
+            with self._connection(deadline) as conn:
+                tx = _Tx(conn, stored=call.stored, read=call.read)
+                try:
+                    # One round trip: everything is sent, then the one Sync is answered.
+                    with conn.pipeline():
+                        conn.execute("BEGIN", prepare=False)
+                        for query, params in call.before:
+                            conn.execute(query, params)  # type: ignore[arg-type]
+                        cursor = conn.execute(call.query, call.params)  # type: ignore[arg-type]
+                        conn.execute("COMMIT", prepare=False)
+                    row = cursor.fetchone()
+                except BaseException:
+                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK", prepare=False)
+                    raise
+        except psycopg.Error as exc:
+            if _is_lost_connection(exc):
+                # Once sent it may have committed: its token says (see _commit_outcome).
+                lost = _Lost(exc, None, tx is not None, tx, None, "")
+                lost.token = call.token
+                raise lost from exc
+            raise
+        assert row is not None and isinstance(row[0], dict)
+        self._cache(tx)
+        return row[0]
+
     @contextlib.contextmanager
     def _connection(self, deadline: float) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection, or one of its own when the pool has none within a second.
@@ -237,6 +329,8 @@ class Transactions:
             try:
                 # A connection of its own: after a restart the pool may still be backing off.
                 with psycopg.connect(self._conninfo, **self._kwargs) as conn:
+                    if lost.token is not None:
+                        return self._settle(conn, lost)
                     row = conn.execute("SELECT pg_postmaster_start_time()::text").fetchone()
                     if row is not None and row[0] == lost.started and lost.xid is not None:
                         status = conn.execute("SELECT pg_xact_status(%s::xid8)", (lost.xid,)).fetchone()
@@ -263,6 +357,25 @@ class Transactions:
         )
 
     @staticmethod
+    def _settle(conn: psycopg.Connection[Any], lost: _Lost) -> str:
+        """A function's write whose answer was lost: ``committed`` (its result read back) or ``aborted``, for good.
+
+        Its token row is in the write's own transaction, so it is there exactly
+        when the write committed, before a server restart or after one (unlike
+        a transaction id, a token is never handed out again). Inserting the
+        token waits for the write while it still runs; when the write did not
+        commit, the token stays taken (a tombstone, no result), so the write
+        fails should it still run later.
+        """
+        assert lost.token is not None
+        conn.execute("INSERT INTO nia_writes (token) VALUES (%s) ON CONFLICT (token) DO NOTHING", (lost.token,))
+        row = conn.execute("SELECT result FROM nia_writes WHERE token = %s", (lost.token,)).fetchone()
+        if row is None or row[0] is None:
+            return "aborted"
+        lost.result = {"ok": json.loads(row[0])}
+        return "committed"
+
+    @staticmethod
     def _verify(conn: psycopg.Connection[Any], tx: _Tx | None) -> bool | None:
         """Whether every row the transaction wrote is there as written (``None``: its rows cannot tell)."""
         if tx is None:
@@ -270,12 +383,9 @@ class Transactions:
         if not tx.evidence:
             return True  # it wrote no rows: there is nothing to lose or duplicate
         found = []
-        for what, query, params in tx.evidence:
+        for _what, query, params in tx.evidence:
             row = conn.execute(query, params).fetchone()  # type: ignore[arg-type]
-            verdict = row[0] if row else None
-            if what == "pending" and not verdict:
-                return None  # gone, or promoted by another runner since: the rows cannot tell
-            found.append(verdict)
+            found.append(row[0] if row else None)
         if all(v is True for v in found):
             return True
         if all(v is False for v in found):

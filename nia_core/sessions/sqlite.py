@@ -136,6 +136,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "ALTER TABLE messages ADD COLUMN reply TEXT",
         ),
     ),
+    # 3: PostgreSQL's server-side write functions (postgres_schema.py); nothing changes here, and the
+    # two stores keep one version number.
+    (3, ()),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""

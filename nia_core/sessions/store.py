@@ -45,6 +45,7 @@ __all__ = [
     "SessionListing",
     "SessionRecord",
     "SessionState",
+    "SessionView",
     "Store",
     "StoreError",
 ]
@@ -134,6 +135,14 @@ class HistoryEntry:
 
 
 @record(frozen=True)
+class SessionView:
+    """A session's state and its whole durable history, read together."""
+
+    state: SessionState
+    history: tuple[HistoryEntry, ...]
+
+
+@record(frozen=True)
 class SessionActivity:
     """How much a session holds and when it last changed, for listing and pruning."""
 
@@ -196,6 +205,18 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def history(self, session_id: str) -> list[HistoryEntry]:
         """The whole durable history in ``seq`` order, every row validated."""
+
+    def view(self, session_id: str, *, after_write: bool = False) -> SessionView:
+        """:meth:`state` and :meth:`history` together, so a boundary reads a session once per step.
+
+        With ``after_write``, the caller has just written to the session and a
+        store that read the session under that write's lock (in the same round
+        trip) may answer with that instead of reading again: the session as
+        this thread's last write to it left it, a real state no older than the
+        write. Either way the caller gets no less than a read right after its
+        write. The default reads anew; a networked store overrides this.
+        """
+        return SessionView(self.state(session_id), tuple(self.history(session_id)))
 
     @abc.abstractmethod
     def epochs(self, session_id: str) -> list[EpochRecord]:

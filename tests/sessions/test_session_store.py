@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -11,6 +12,7 @@ from nia_core.sessions import (
     Message,
     PendingCompaction,
     RevisionConflict,
+    SessionView,
     Store,
     ToolCall,
     UnknownSession,
@@ -177,3 +179,57 @@ def test_two_connections_see_each_others_writes(store: Store, reopen: Callable[[
     store.admit_update(session_id, expected_revision=revision, epoch=1, text="t", snapshot=SNAP2)
     with pytest.raises(RevisionConflict):
         other.admit_update(session_id, expected_revision=revision, epoch=1, text="t", snapshot=SNAP2)
+
+
+def _same(store: Store, session_id: str, view: SessionView) -> None:
+    """``view`` is exactly what reading the session now gives, through every read method."""
+    assert view == store.view(session_id)
+    assert view.state == store.state(session_id) and list(view.history) == store.history(session_id)
+
+
+def test_a_view_after_each_write_is_the_session_as_that_write_left_it(store: Store) -> None:
+    session_id = started(store)
+    store.enqueue(session_id, Message("user", "first"))
+    after = store.view(session_id, after_write=True)
+    assert [m.text for m in after.state.pending] == ["first"] and after.history == ()
+    _same(store, session_id, after)
+    store.promote(session_id, location="/p")
+    after = store.view(session_id, after_write=True)
+    assert after.state.pending == () and [h.message.text for h in after.history] == ["first"]
+    _same(store, session_id, after)
+    revision = after.state.session.revision
+    store.admit_update(session_id, expected_revision=revision, epoch=1, text="a is two", snapshot=SNAP2)
+    after = store.view(session_id, after_write=True)
+    assert after.state.epoch is not None and after.state.epoch.snapshot == SNAP2
+    assert after.state.session.revision == revision + 1 and after.history[-1].message.text == "a is two"
+    _same(store, session_id, after)
+    store.append(session_id, Message("assistant", "ok"))
+    _same(store, session_id, store.view(session_id, after_write=True))
+
+
+def test_a_view_after_a_failed_or_foreign_write_is_read_anew(store: Store, reopen: Callable[[], Store]) -> None:
+    """Never the view an earlier write left: not after a lost compare-and-swap, not on another thread."""
+    other = reopen()
+    session_id = started(store)
+    revision = store.session(session_id).revision
+    store.enqueue(session_id, Message("user", "first"))
+    other.append(session_id, Message("assistant", "from elsewhere"))
+    with pytest.raises(RevisionConflict):
+        store.admit_update(session_id, expected_revision=revision + 5, epoch=1, text="t", snapshot=SNAP2)
+    seen = store.view(session_id, after_write=True)
+    assert [h.message.text for h in seen.history] == ["from elsewhere"]
+    store.enqueue(session_id, Message("user", "second"))
+    other.append(session_id, Message("assistant", "later"))
+    elsewhere: list[SessionView] = []
+    worker = threading.Thread(target=lambda: elsewhere.append(store.view(session_id, after_write=True)))
+    worker.start()
+    worker.join()
+    assert [h.message.text for h in elsewhere[0].history] == ["from elsewhere", "later"]
+    _same(store, session_id, elsewhere[0])
+
+
+def test_a_view_of_an_unknown_session_is_refused(store: Store) -> None:
+    with pytest.raises(UnknownSession):
+        store.view("nosuchsession")
+    with pytest.raises(UnknownSession):
+        store.view("nosuchsession", after_write=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nia_core.sessions import Message, Store, Usage, open_store
+from nia_core.sessions import SCHEMA_VERSION, Message, Store, Usage, open_store
 from nia_core.sessions.errors import CorruptRecord
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
@@ -74,7 +74,7 @@ def test_a_schema_1_sqlite_database_migrates_and_old_replies_have_no_usage(tmp_p
         store.append("old1", Message("assistant", "new"), reply=ReplyRecord("echo/echo", USAGE))
         assert store.history("old1")[1].reply == ReplyRecord("echo/echo", USAGE)
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+    assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 def test_a_schema_1_postgres_database_migrates_and_old_replies_have_no_usage(postgres_url: str) -> None:
@@ -99,7 +99,7 @@ def test_a_schema_1_postgres_database_migrates_and_old_replies_have_no_usage(pos
         store.append("old1", Message("assistant", "new"), reply=ReplyRecord("echo/echo", USAGE))
         assert store.history("old1")[1].reply == ReplyRecord("echo/echo", USAGE)
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(2,)]
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
 
 
 @pytest.mark.parametrize(
