@@ -20,7 +20,8 @@ from pathlib import Path
 
 from nia_core import SystemContext, initialize, reconcile
 from nia_core.project import locate
-from nia_plugins.git import Settings, find_repository, git_source, nia_context_sources
+from nia_plugins.git import nia_context_sources
+from nia_plugins.gitstatus import Settings, find_repository, git_source
 
 
 def git(root: Path, *args: str) -> None:

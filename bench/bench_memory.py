@@ -118,22 +118,26 @@ def measure(
     shown, text = best([python, "-c", NIA, "context", "show"])
     files = text.count("File: docs/area")
     assert files == FOLDERS * PER_FOLDER, f"context show rendered {files} files, not {FOLDERS * PER_FOLDER}"
-    session = subprocess.run(
-        [python, "-c", NIA, "session", "new", "--model", "openai-chat/gpt-4.1"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    sends = []
-    for n in range(repeats):
+
+    def send(session: str, text: str) -> int:
         before = len(server.received)
-        kib, _ = launcher.run([python, "-c", NIA, "session", "send", session, f"hello {n}"], root, env)
+        kib, _ = launcher.run([python, "-c", NIA, "session", "send", session, text], root, env)
         assert len(server.received) == before + 1, "session send made no provider call"
-        sends.append(kib)
-    first_send = sends[0]
-    later = min(sends[1:]) if len(sends) > 1 else sends[0]
+        return kib
+
+    firsts, laters = [], []
+    for n in range(repeats):  # a fresh session each: its first turn renders and stores the baseline
+        session = subprocess.run(
+            [python, "-c", NIA, "session", "new", "--model", "openai-chat/gpt-4.1"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        firsts.append(send(session, f"hello {n}"))
+        laters.append(send(session, f"again {n}"))
+    first_send, later = min(firsts), min(laters)
     return [
         ('python -c "import click" (floor)', click, "the CLI framework alone"),
         ("nia --help", helped, "nia imported, no context read"),

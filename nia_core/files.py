@@ -251,7 +251,7 @@ class StatCache:
         """How many :class:`CachedFile` loaders of each slot exist (they decide when bytes may be let go)."""
         self._derived: dict[tuple[str, str | None, int | None], tuple[Content, int]] = {}
         """How many of them hold a value derived from the slot's current content."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: a collected loader's __del__ may run inside a locked section
 
     @staticmethod
     def _unchanged(key: str, cached: tuple[Signature, object] | None) -> bool:
@@ -511,14 +511,14 @@ class CachedFile:
         ``stat`` is the one the boundary's directory walk just took, when it
         vouched for the file (:meth:`StatCache.vouch`).
         """
+        cache = self._cache
+        vouched = cache._vouched.pop(self.path, None) if cache._vouched else None  # used now or never
         last = self._last
         if last is None:
             return MISS
-        cache = self._cache
         cached = cache._entries.get(self._slot)
         if cached is None or cached[1] is not last[0]:
             return MISS
-        vouched = cache._vouched.pop(self.path, None) if cache._vouched else None
         if vouched is not None and vouched[0] == cached[0] and time.monotonic() - vouched[1] < VOUCH_SECONDS:
             return last[1]
         try:

@@ -9,11 +9,11 @@ transcript check relies on.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+from nia_core.digest import sha256_hex
 from nia_core.records import record
 
 FOLDER = "hook-output"
@@ -51,7 +51,7 @@ def spilled_texts(root: Path, names: list[str]) -> list[str]:
 
 
 def spill_path(root: Path, text: str) -> Path:
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    digest = sha256_hex(text.encode("utf-8"))[:16]
     return root / ".nia" / FOLDER / f"{digest}.md"
 
 

@@ -53,22 +53,23 @@ class KeyPath:
         return self.text
 
 
-_HEADER = re.compile(r"^\s*(\[\[?)\s*(.+?)\s*(\]\]?)\s*(?:#.*)?$")
-_KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*=""")
-_PART = re.compile(r"""\s*([A-Za-z0-9_-]+|"[^"]*"|'[^']*')\s*(?:\.|$)""")
+# Patterns compiled on first use (re caches them): a process that reads no TOML file never compiles them.
+_HEADER = r"^\s*(\[\[?)\s*(.+?)\s*(\]\]?)\s*(?:#.*)?$"
+_KEY = r"""^\s*((?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*'))*)\s*="""
+_PART = r"""\s*([A-Za-z0-9_-]+|"[^"]*"|'[^']*')\s*(?:\.|$)"""
 
 
-_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'[^']*'|#.*$""")
+_STRING = r""""(?:[^"\\]|\\.)*"|'[^']*'|#.*$"""
 
 
 def _brackets(line: str) -> int:
     """Opened minus closed square brackets, outside strings and comments."""
-    bare = _STRING.sub("", line)
+    bare = re.sub(_STRING, "", line)
     return bare.count("[") - bare.count("]")
 
 
 def _dotted(text: str) -> tuple[str, ...]:
-    return tuple(part.strip("\"'") for part in _PART.findall(text))
+    return tuple(part.strip("\"'") for part in re.findall(_PART, text))
 
 
 class KeyLines:
@@ -88,7 +89,7 @@ class KeyLines:
             if depth > 0:  # inside a multi-line array
                 depth += _brackets(line)
                 continue
-            header = _HEADER.match(line)
+            header = re.match(_HEADER, line)
             if header and header.group(1) == header.group(3)[::-1].replace("]", "["):
                 names = _dotted(header.group(2))
                 parent = self._resolve(names[:-1], counts)
@@ -102,7 +103,7 @@ class KeyLines:
                     current = full
                 self.lines.setdefault(current, number)
                 continue
-            key = _KEY.match(line)
+            key = re.match(_KEY, line)
             if key:
                 self.lines.setdefault((*current, *_dotted(key.group(1))), number)
                 rest = line[key.end() :]

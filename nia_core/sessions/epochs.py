@@ -185,6 +185,7 @@ def ensure_epoch(
         except RevisionConflict:
             state = None
             continue
+        del generation  # stored: the state read next holds the baseline, not a second copy beside this one
         return store.state(session_id), True
     raise AssertionError("unreachable")  # pragma: no cover
 

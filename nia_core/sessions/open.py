@@ -46,12 +46,12 @@ def _malformed(url: str, why: str) -> UnsupportedDatabase:
     return UnsupportedDatabase(f"NIA_DB {shown(url)!r} is not a database URL nia can open: {why}")
 
 
-_LIBPQ_KEYWORDS = re.compile(
-    r"\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|options|application_name"
-    r"|connect_timeout|target_session_attrs)\s*=",
-    re.IGNORECASE,
+# Patterns compiled on first use (re caches them): opening the default file needs neither.
+_LIBPQ_KEYWORDS = (
+    r"(?i)\s*(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|options|application_name"
+    r"|connect_timeout|target_session_attrs)\s*="
 )
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://.*", re.DOTALL)
+_SCHEME = r"(?s)([A-Za-z][A-Za-z0-9+.-]*)://.*"
 
 
 def scheme_of(url: str) -> str:
@@ -67,7 +67,7 @@ def scheme_of(url: str) -> str:
     if url[:7].lower() == "sqlite:":
         return "sqlite"
     if "://" in url:
-        match = _SCHEME.fullmatch(url)
+        match = re.fullmatch(_SCHEME, url)
         if match is None:
             raise _malformed(url, "expected SCHEME://..., e.g. sqlite:///path/to/nia.db or postgresql://user@host/db")
         try:
@@ -75,7 +75,7 @@ def scheme_of(url: str) -> str:
         except ValueError as exc:
             raise _malformed(url, str(exc)) from None
         return match.group(1).lower()
-    if _LIBPQ_KEYWORDS.match(url):
+    if "=" in url and re.match(_LIBPQ_KEYWORDS, url):
         raise _malformed(url, "a key=value connection string; write it as postgresql://user@host:port/dbname")
     return ""
 

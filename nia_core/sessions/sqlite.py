@@ -182,7 +182,8 @@ class SQLiteStore(Store):
         self._texts: dict[str, str] = {}
         """Texts by id, hash-checked (so known to be stored intact)."""
         self._snapshots: dict[str, Snapshot] = {}
-        self._baselines: dict[tuple[str, str], str] = {}
+        self._baselines: dict[tuple[str, str], str | tuple[str, ...]] = {}
+        """Baselines by (id, segment list); a new epoch's as its segments, joined at the first read."""
         self._histories: dict[str, list[HistoryEntry]] = {}
         self._ids: dict[str, str] = {}
         self._cached_bytes = 0
@@ -536,7 +537,10 @@ class SQLiteStore(Store):
         if row is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
         record, segments = epoch_from_row(session_id, row)
-        baseline = self._baselines.get((record.baseline_id, segments))
+        cached = self._baselines.get((record.baseline_id, segments))
+        if isinstance(cached, tuple):  # written by this store: its segments, hashed as they were stored
+            cached = self._baselines[(record.baseline_id, segments)] = "".join(cached)
+        baseline = cached
         if baseline is None:
             segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
@@ -677,11 +681,10 @@ class SQLiteStore(Store):
             record = self._session_row(conn, session_id)
         # Committed: the state read that follows (the same boundary) takes the baseline and snapshot
         # just written from memory, rather than reading a second copy of them back from the database.
-        baseline = "".join(segments)
-        with self._lock:
+        with self._lock:  # the segments, not a joined copy: the caller still holds the whole text
             self._snapshots[snapshot_id] = snapshot
-            self._baselines[(baseline_id, listed)] = baseline
-            self._charge(len(baseline))
+            self._baselines[(baseline_id, listed)] = tuple(segments)
+            self._charge(sum(map(len, segments)))
         return record
 
     def admit_update(

@@ -1,0 +1,1023 @@
+"""The ``nia-git`` plugin's code: the repository's branch, HEAD and working tree, kept current during a session.
+
+:mod:`nia_plugins.git` is the plugin; it imports this module only at a
+Location with a ``.git`` above it (or with settings to check).
+
+The first built-in whose value changes while the agent works: a checkout in
+another terminal, a commit, a stash. It exists only at Locations inside a git
+work tree. Observation is cheap when nothing changed: a dozen ``stat`` calls
+on the files git itself updates (``HEAD``, the ref it points to, the index,
+``packed-refs``, ...); ``git status`` runs only when one of them moved, or when
+the working-tree refresh interval elapsed (an edit does not touch ``.git/``).
+
+nia runs in freshly cloned, possibly hostile repositories, so every git
+process gets a timeout, a clean environment, and ``-c`` options that switch
+off whatever the repository's own config could make git run (an fsmonitor
+hook, filter drivers, hooks, fetches from a promisor remote).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import time
+from functools import lru_cache
+from typing import Any
+
+from nia_core import UNAVAILABLE, ContextSource, Location, StatCache
+from nia_core.records import record
+
+KEY = "nia/git"
+
+log = logging.getLogger("nia.plugins.git")
+_files = StatCache()
+
+# -- settings -----------------------------------------------------------------------------
+
+
+@record(frozen=True)
+class Settings:
+    """``[plugins.nia-git]`` in ``.nia/project.toml``."""
+
+    paths: int = 10
+    """Changed paths named in the summary; the rest are counted ("and N more")."""
+    refresh: float = 2.0
+    """Seconds after which the working tree is looked at again although nothing under ``.git/`` moved."""
+    untracked: bool = True
+    """Whether untracked files are looked for and counted."""
+    timeout: float = 3.0
+    """Seconds the git calls of one observation may take together before they are killed."""
+
+
+def _number(config: dict[str, Any], name: str, default: float, *, integer: bool, positive: bool) -> Any:
+    value = config.get(name, default)
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < 0 or (positive and value == 0):
+        what = "a whole number" if integer else "a number of seconds"
+        sign = "greater than 0" if positive else "0 or more"
+        raise ValueError(f"[plugins.nia-git] {name} must be {what}, {sign}, not {value!r}")
+    return value
+
+
+def settings_from(config: dict[str, Any]) -> Settings:
+    """Validate the plugin's table; a bad value is one line naming the key."""
+    unknown = sorted(set(config) - {f.name for f in dataclasses.fields(Settings)})
+    if unknown:
+        raise ValueError(f"[plugins.nia-git] has no setting {unknown[0]!r} (known: paths, refresh, timeout, untracked)")
+    untracked = config.get("untracked", True)
+    if not isinstance(untracked, bool):
+        raise ValueError(f"[plugins.nia-git] untracked must be true or false, not {untracked!r}")
+    return Settings(
+        paths=_number(config, "paths", 10, integer=True, positive=False),
+        refresh=float(_number(config, "refresh", 2.0, integer=False, positive=False)),
+        untracked=untracked,
+        timeout=float(_number(config, "timeout", 3.0, integer=False, positive=True)),
+    )
+
+
+# -- finding the repository ---------------------------------------------------------------
+
+
+@record(frozen=True)
+class Repository:
+    worktree: str
+    """The folder holding ``.git``."""
+    dotgit: str
+    """``worktree/.git``: a folder, or a file naming the git dir (linked worktrees, submodules)."""
+    gitdir: str
+    """Per-worktree files: ``HEAD``, ``index``, in-progress operations."""
+    commondir: str
+    """Shared files: refs, ``packed-refs``, ``config``, the stash."""
+
+
+def _read_small(path: str) -> str | None:
+    try:
+        return _files.read_text(path)
+    except OSError:
+        return None
+
+
+def _is_git_dir(path: str) -> bool:
+    """What git checks before taking a ``.git`` folder as a repository (else it looks further up)."""
+    common = path
+    pointer = _read_small(os.path.join(path, "commondir"))
+    if pointer is not None and pointer.strip():
+        common = os.path.normpath(os.path.join(path, pointer.strip()))
+    return (
+        os.path.isfile(os.path.join(path, "HEAD"))
+        and os.path.isdir(os.path.join(common, "objects"))
+        and os.path.isdir(os.path.join(common, "refs"))
+    )
+
+
+def _repository(worktree: str, dotgit: str, is_dir: bool) -> Repository:
+    gitdir = dotgit
+    if not is_dir:
+        text = _read_small(dotgit) or ""
+        first = text.splitlines()[0] if text else ""
+        if first.startswith("gitdir:"):
+            gitdir = os.path.normpath(os.path.join(worktree, first[len("gitdir:") :].strip()))
+    commondir = gitdir
+    pointer = _read_small(os.path.join(gitdir, "commondir"))
+    if pointer is not None and pointer.strip():
+        commondir = os.path.normpath(os.path.join(gitdir, pointer.strip()))
+    return Repository(worktree, dotgit, gitdir, commondir)
+
+
+def _within(path: str, folder: str) -> bool:
+    path, folder = os.path.realpath(path), os.path.realpath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _configured_worktree(gitdir: str) -> str | None:
+    """``core.worktree`` of a git dir's own config file (what a submodule's git dir points back with)."""
+    text = _read_small(os.path.join(gitdir, "config"))
+    if text is None:
+        return None
+    section = ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped[1:].split("]")[0].strip().lower()
+        elif section == "core" and "=" in stripped:
+            key, _, value = stripped.partition("=")
+            if key.strip().lower() == "worktree":
+                value = value.strip().strip('"')
+                return os.path.normpath(os.path.join(gitdir, value))
+    return None
+
+
+def untrusted(repo: Repository, root: str) -> str | None:
+    """Why the repository's git dir is not read, or ``None``.
+
+    A ``.git`` file or a ``commondir`` file can point anywhere: a cloned
+    repository would make nia describe another repository of the user's to
+    the model (its branch, its last commit, its file names). A git dir outside
+    the project is read only when it points back, as linked worktrees
+    (``gitdir``) and submodules (``core.worktree``) do; a ``commondir`` must
+    hold the git dir, as in ``.git/worktrees/NAME``.
+    """
+    if repo.commondir != repo.gitdir and not _within(repo.gitdir, repo.commondir):
+        return "its git directory names a `commondir` elsewhere, which nia does not follow"
+    if repo.gitdir == repo.dotgit or _within(repo.gitdir, repo.worktree) or _within(repo.gitdir, root):
+        return None
+    back = _read_small(os.path.join(repo.gitdir, "gitdir"))
+    if (
+        back is not None
+        and back.strip()
+        and os.path.realpath(os.path.join(repo.gitdir, back.strip())) == os.path.realpath(repo.dotgit)
+    ):
+        return None
+    configured = _configured_worktree(repo.gitdir)
+    if configured is not None and os.path.realpath(configured) == os.path.realpath(repo.worktree):
+        return None
+    return "the `.git` file points to a git directory outside the project that does not point back to it"
+
+
+def _ceilings() -> tuple[str, ...]:
+    value = os.environ.get("GIT_CEILING_DIRECTORIES", "")
+    return tuple(os.path.normpath(p) for p in value.split(os.pathsep) if os.path.isabs(p))
+
+
+def find_repository(start: str) -> Repository | None:
+    """The repository whose work tree holds ``start``, found as git finds it (``None`` outside one).
+
+    Like git, the search upward stops at a filesystem boundary (unless
+    ``GIT_DISCOVERY_ACROSS_FILESYSTEM``) and before any ``GIT_CEILING_DIRECTORIES``.
+    """
+    ceilings = _ceilings()
+    across = os.environ.get("GIT_DISCOVERY_ACROSS_FILESYSTEM", "").lower() in ("1", "true", "yes", "on")
+    try:
+        device = os.stat(start).st_dev
+    except OSError:
+        return None
+    folder = start
+    while True:
+        dotgit = os.path.join(folder, ".git")
+        if os.path.isfile(dotgit) or (os.path.isdir(dotgit) and _is_git_dir(dotgit)):
+            if start == dotgit or start.startswith(dotgit + os.sep):
+                return None  # inside the git dir itself: not a work tree
+            return _repository(folder, dotgit, os.path.isdir(dotgit))
+        parent = os.path.dirname(folder)
+        if parent == folder or parent in ceilings:
+            return None
+        if not across:
+            try:
+                if os.stat(parent).st_dev != device:
+                    return None
+            except OSError:
+                return None
+        folder = parent
+
+
+# -- the value ----------------------------------------------------------------------------
+
+
+@record(frozen=True)
+class GitStatus:
+    """What the model is told; compared by value, so equal states cost no message."""
+
+    error: str = ""
+    """Why git could not tell (then every other field is empty)."""
+    branch: str = ""
+    detached: bool = False
+    oid: str = ""
+    """HEAD's full id; empty before the first commit."""
+    head: str = ""
+    """HEAD's short id."""
+    subject: str = ""
+    parents: tuple[str, ...] = ()
+    upstream: str = ""
+    ahead: int | None = None
+    behind: int | None = None
+    """``None`` with an upstream: the upstream branch is gone."""
+    operations: tuple[str, ...] = ()
+    rebasing: str = ""
+    """The branch being rebased, during a rebase."""
+    stashes: int = 0
+    staged: int = 0
+    modified: int = 0
+    untracked: int | None = 0
+    """``None``: untracked files are not looked for (``untracked = false``)."""
+    conflicted: int = 0
+    entries: tuple[tuple[str, str], ...] = ()
+    """``(path, label)`` of the changed paths named, project-relative and escaped."""
+    more: int = 0
+    """Changed paths not named."""
+
+    @property
+    def clean(self) -> bool:
+        return not self.entries and not self.more
+
+
+class GitStatusCodec:
+    """A frozen dataclass of JSON-compatible fields; lists come back as tuples."""
+
+    def encode(self, value: GitStatus) -> Any:
+        return dataclasses.asdict(value)
+
+    def decode(self, data: Any) -> GitStatus:
+        if not isinstance(data, dict):
+            raise ValueError(f"expected an object for GitStatus, got {type(data).__name__}")
+        return GitStatus(**{key: _tuples(item) for key, item in data.items()})
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
+
+
+# -- escaping -----------------------------------------------------------------------------
+
+MAX_PATH = 300
+MAX_TEXT = 200
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    if ch in named:
+        return named[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return text[:half] + "…" + text[-half:]
+
+
+def plain(text: str, limit: int = MAX_TEXT) -> str:
+    """One line of text from the repository: anything that is not printable is escaped."""
+    return _shorten("".join(ch if ch.isprintable() else _escape_char(ch) for ch in text), limit)
+
+
+def quoted(name: str, limit: int = MAX_PATH) -> str:
+    """A path or ref name for a code span: as is when harmless, else C-quoted like git does.
+
+    No character of the result can end the code span or the line it is on.
+    """
+    if name and all(ch.isprintable() and ch not in '`"\\' for ch in name):
+        return _shorten(name, limit)
+    out = []
+    for ch in name:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "`":
+            out.append("\\x60")
+        else:
+            out.append(ch if ch.isprintable() else _escape_char(ch))
+    return '"' + _shorten("".join(out), limit) + '"'
+
+
+# -- running git --------------------------------------------------------------------------
+
+SAFE_OPTIONS = (
+    "--no-pager",
+    "--no-optional-locks",  # never take (or wait for) the index lock, never rewrite the index
+    "-c", "core.fsmonitor=false",  # a repository's fsmonitor is a program git would run
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "status.submoduleSummary=false",
+    "-c", "protocol.allow=never",  # no lazy fetch from a promisor remote
+    "-c", "log.showSignature=false",  # gpg.program
+    "-c", "color.ui=never",
+    "-c", "i18n.logOutputEncoding=UTF-8",
+)  # fmt: skip
+"""Options every git call gets; the repository's own filter drivers are switched off per call."""
+
+
+class GitFailed(Exception):
+    """git could not tell; ``str()`` is the one-line reason the model and the log get."""
+
+
+class GitTimedOut(GitFailed):
+    pass
+
+
+def clean_environment() -> dict[str, str]:
+    """The environment without anything that could point git elsewhere, page or prompt."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in ("LANGUAGE", "PAGER")}
+    env.update(
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_NO_LAZY_FETCH="1",
+        GIT_PAGER="cat",
+        PAGER="cat",
+        LC_ALL="C",
+    )
+    return env
+
+
+def _git_in(folder: str) -> str | None:
+    """``shutil.which("git", path=folder)``; on POSIX without importing shutil (and bz2, lzma), ~2 ms a process."""
+    if os.name == "nt":  # PATHEXT and friends
+        import shutil
+
+        return shutil.which("git", path=folder)
+    candidate = os.path.join(folder, "git")
+    if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
+        return candidate
+    return None
+
+
+@lru_cache(maxsize=8)
+def _which(path_variable: str, worktree: str) -> str | None:
+    """``git`` on PATH, skipping relative entries ("." would run a `git` shipped in the repository)
+    and any folder inside the work tree."""
+    inside = worktree.rstrip(os.sep) + os.sep
+    for folder in path_variable.split(os.pathsep):
+        if not os.path.isabs(folder):
+            continue
+        found = _git_in(folder)
+        if found is None:
+            continue
+        real = os.path.realpath(found)
+        if real == worktree or real.startswith(inside):
+            continue
+        return found
+    return None
+
+
+def git_executable(worktree: str) -> str | None:
+    return _which(os.environ.get("PATH", os.defpath), os.path.realpath(worktree))
+
+
+@record(frozen=True)
+class Budget:
+    """The time one observation's git calls share: together they never take longer than ``seconds``."""
+
+    seconds: float
+    deadline: float
+
+    @classmethod
+    def of(cls, seconds: float) -> Budget:
+        return cls(seconds, time.monotonic() + seconds)
+
+
+def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> tuple[int, bytes, bytes]:
+    """Run ``git ... NAME`` in the work tree; its whole process group is killed when the budget runs out."""
+    import signal
+    import subprocess
+
+    command = [git, *SAFE_OPTIONS, "-C", repo.worktree, *args]
+    timeout = budget.deadline - time.monotonic()
+    if timeout <= 0:
+        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s")
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=clean_environment(),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise GitFailed(f"git could not be started ({exc.strerror or exc})") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s") from None
+    return proc.returncode, out, err
+
+
+def _first_line(err: bytes) -> str:
+    lines = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
+    return plain(lines[0]) if lines else ""
+
+
+def neutralizers(git: str, repo: Repository, budget: Budget) -> list[str]:
+    """``-c`` options switching off every filter driver and protocol the repository's config names.
+
+    Filter drivers (``.gitattributes`` ``filter=NAME`` with ``filter.NAME.clean``)
+    run when git status re-reads a file. Those in the user's own (global,
+    system) config are trusted; those from the repository's config are not.
+    """
+    args = ["config", "--null", "--name-only", "--show-scope", "--get-regexp", r"^(filter|protocol)\."]
+    code, out, _err = run_git(git, repo, "config", args, budget)
+    scoped = True
+    if code == 129:  # git before 2.26 has no --show-scope: switch off every driver found
+        code, out, _err = run_git(git, repo, "config", [a for a in args if a != "--show-scope"], budget)
+        scoped = False
+    if code not in (0, 1):  # 1: nothing matched
+        return []
+    fields = out.split(b"\0")
+    pairs = zip(fields[0::2], fields[1::2], strict=False) if scoped else ((b"local", f) for f in fields)
+    values: list[str] = []
+    for scope, raw in pairs:
+        if scope in (b"global", b"system") or not raw:
+            continue
+        name = raw.decode("utf-8", "surrogateescape")
+        section, _, rest = name.partition(".")
+        subsection, _, _key = rest.rpartition(".")
+        if not subsection:
+            continue
+        if section == "filter":
+            for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
+                values.append(f"filter.{subsection}.{key}={value}")
+        elif section == "protocol":
+            values.append(f"protocol.{subsection}.allow=never")
+    return [arg for value in dict.fromkeys(values) for arg in ("-c", value)]
+
+
+# -- reading the status -------------------------------------------------------------------
+
+CONFLICTS = {
+    "DD": "both deleted",
+    "AU": "added by us",
+    "UD": "deleted by them",
+    "UA": "added by them",
+    "DU": "deleted by us",
+    "AA": "both added",
+    "UU": "both modified",
+}
+INDEX_WORDS = {"M": "staged", "T": "staged", "A": "staged (new file)", "D": "staged (deleted)"}
+INDEX_WORDS |= {"R": "staged (renamed)", "C": "staged (copied)"}
+TREE_WORDS = {"M": "modified", "T": "modified", "D": "deleted"}
+OPERATIONS = {
+    "merge": "merge",
+    "rebase": "rebase",
+    "am": "git am session",
+    "cherry-pick": "cherry-pick",
+    "revert": "revert",
+    "bisect": "bisect",
+}
+
+
+def _label(xy: str) -> str:
+    words = [w for w in (INDEX_WORDS.get(xy[0], ""), TREE_WORDS.get(xy[1], "")) if w]
+    return " and ".join(words) or "changed"
+
+
+@record
+class _Parsed:
+    oid: str = ""
+    head: str = ""
+    upstream: str = ""
+    ahead: int | None = None
+    behind: int | None = None
+    staged: int = 0
+    modified: int = 0
+    untracked: int = 0
+    conflicted: int = 0
+    conflicts: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    tracked: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    new: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+def parse_status(out: bytes, relative: Any) -> _Parsed:
+    """``git status --porcelain=v2 --branch -z`` output; ``relative`` maps a repository path to its display."""
+    parsed = _Parsed()
+    records = out.split(b"\0")
+    index = 0
+    while index < len(records):
+        record = records[index].decode("utf-8", "surrogateescape")
+        index += 1
+        if not record:
+            continue
+        kind = record[0]
+        if kind == "#":
+            name, _, value = record[2:].partition(" ")
+            if name == "branch.oid":
+                parsed.oid = "" if value == "(initial)" else value
+            elif name == "branch.head":
+                parsed.head = value
+            elif name == "branch.upstream":
+                parsed.upstream = value
+            elif name == "branch.ab":
+                ahead, _, behind = value.partition(" ")
+                try:
+                    parsed.ahead, parsed.behind = int(ahead.lstrip("+")), int(behind.lstrip("-"))
+                except ValueError:
+                    pass
+        elif kind in "12":
+            fields = record.split(" ", 8 if kind == "1" else 9)
+            xy, path = fields[1], fields[-1]
+            if kind == "2":
+                index += 1  # the original path of a rename or copy
+            parsed.staged += xy[0] != "."
+            parsed.modified += xy[1] != "."
+            parsed.tracked.append((relative(path), _label(xy)))
+        elif kind == "u":
+            fields = record.split(" ", 10)
+            parsed.conflicted += 1
+            parsed.conflicts.append((relative(fields[-1]), f"in conflict: {CONFLICTS.get(fields[1], 'unmerged')}"))
+        elif kind == "?":
+            parsed.untracked += 1
+            parsed.new.append((relative(record[2:]), "untracked"))
+    return parsed
+
+
+def _operations(repo: Repository) -> tuple[tuple[str, ...], str]:
+    """In-progress operations, from the files git leaves in the git dir; and the branch being rebased."""
+    g = repo.gitdir
+    found = []
+    rebased = ""
+    if os.path.exists(os.path.join(g, "MERGE_HEAD")):
+        found.append("merge")
+    for folder in ("rebase-merge", "rebase-apply"):
+        path = os.path.join(g, folder)
+        if os.path.isdir(path):
+            if folder == "rebase-apply" and os.path.exists(os.path.join(path, "applying")):
+                found.append("am")
+                continue
+            found.append("rebase")
+            name = (_read_small(os.path.join(path, "head-name")) or "").strip()
+            rebased = name.removeprefix("refs/heads/") if name.startswith("refs/") else ""
+            break
+    if os.path.exists(os.path.join(g, "CHERRY_PICK_HEAD")):
+        found.append("cherry-pick")
+    if os.path.exists(os.path.join(g, "REVERT_HEAD")):
+        found.append("revert")
+    if os.path.exists(os.path.join(g, "BISECT_LOG")):
+        found.append("bisect")
+    return tuple(found), rebased
+
+
+def _stashes(repo: Repository) -> int:
+    try:
+        with open(os.path.join(repo.commondir, "logs", "refs", "stash"), "rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return 0
+
+
+# -- observing ----------------------------------------------------------------------------
+
+WATCHED_IN_GITDIR: tuple[str, ...] = ("HEAD", "index", "config.worktree")
+WATCHED_IN_GITDIR += ("MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply")
+WATCHED_IN_COMMONDIR = ("packed-refs", "config", os.path.join("logs", "refs", "stash"), "reftable/tables.list")
+PER_WORKTREE_REFS = ("refs/bisect/", "refs/worktree/", "refs/rewritten/")
+
+
+def _stat(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+def _ref_file(repo: Repository, ref: str) -> str | None:
+    if not ref.startswith("refs/") or ".." in ref.split("/"):
+        return None
+    base = repo.gitdir if ref.startswith(PER_WORKTREE_REFS) else repo.commondir
+    return os.path.join(base, *ref.split("/"))
+
+
+def ref_leaves_repository(repo: Repository) -> bool:
+    """Whether HEAD's chain of refs, or ``packed-refs``, is a link out of the git directory.
+
+    git follows a loose ref that is a symlink, and reads a file of the form
+    ``ref: NAME`` there as a symbolic ref: a cloned repository (or an archive)
+    could make the branch name nia reports come from a file outside it.
+    """
+    bases = (repo.gitdir, repo.commondir)
+
+    def outside(path: str) -> bool:
+        return os.path.lexists(path) and not any(_within(path, base) for base in bases)
+
+    if outside(os.path.join(repo.commondir, "packed-refs")):
+        return True
+    path: str | None = os.path.join(repo.gitdir, "HEAD")
+    for _hop in range(6):  # git itself gives up on longer chains of symbolic refs
+        if path is None:
+            return False
+        if outside(path):
+            return True
+        text = (_read_small(path) or "").strip()
+        if not text.startswith("ref:"):
+            return False
+        path = _ref_file(repo, text[4:].strip())
+    return False
+
+
+class Observer:
+    """The loader of one ``nia/git`` source: runs git only when something git keeps moved."""
+
+    def __init__(self, repo: Repository, root: str, settings: Settings) -> None:
+        self.repo = repo
+        self.root = root
+        self.settings = settings
+        self._fixed = (
+            repo.dotgit,
+            *(os.path.join(repo.gitdir, name) for name in WATCHED_IN_GITDIR),
+            *(os.path.join(repo.commondir, name) for name in WATCHED_IN_COMMONDIR),
+        )
+        self._refs: tuple[str, ...] = ()
+        """The files of the ref HEAD points to and of the upstream, as of the last status."""
+        self._signature: tuple[Any, ...] | None = None
+        self._checked = 0.0
+        self._value: GitStatus | None = None
+        self._commits: dict[str, tuple[str, tuple[str, ...], str]] = {}
+        self._reported = ""
+        self._lock = threading.Lock()
+        self._scope, self._strip, self._prepend = self._scoping()
+
+    def _scoping(self) -> tuple[list[str], str, str]:
+        """A pathspec limiting the status to the project, and how a repository path becomes project-relative.
+
+        Returns ``(pathspec, strip, prepend)``: a project inside a larger
+        repository sees only its own changes, its paths without its folder; a
+        repository inside the project gets its folder in front.
+        """
+        worktree, root = os.path.realpath(self.repo.worktree), os.path.realpath(self.root)
+        if root == worktree:
+            return [], "", ""
+        inside = os.path.relpath(root, worktree).replace(os.sep, "/")
+        if inside != ".." and not inside.startswith("../"):
+            return ["--", f":(top,literal){inside}"], inside + "/", ""
+        holder = os.path.relpath(worktree, root).replace(os.sep, "/")
+        return [], "", "" if holder == ".." or holder.startswith("../") else holder + "/"
+
+    def _relative(self, path: str) -> str:
+        if self._strip and path.startswith(self._strip):
+            path = path[len(self._strip) :] or "./"  # the project folder itself, untracked as a whole
+        return quoted(self._prepend + path)
+
+    def signature(self) -> tuple[Any, ...]:
+        return tuple(_stat(path) for path in (*self._fixed, *self._refs))
+
+    def __call__(self) -> Any:
+        if not self._lock.acquire(timeout=self.settings.timeout + 1):
+            return UNAVAILABLE  # another observation of the same repository is stuck; it has its own timeout
+        try:
+            return self._observe()
+        finally:
+            self._lock.release()
+
+    def _observe(self) -> Any:
+        now = time.monotonic()
+        signature = self.signature()
+        fresh = now - self._checked < self.settings.refresh
+        if self._value is not None and signature == self._signature and fresh:
+            return self._value
+        refs = self._refs
+        try:
+            value = self._status()
+        except GitTimedOut as exc:
+            self._report(str(exc))
+            if self._value is not None and not self._value.error:
+                return UNAVAILABLE  # the model keeps what it was told; the next boundary tries again
+            return GitStatus(error=str(exc))  # never block a session on a slow repository; retried next time
+        except GitFailed as exc:
+            self._report(str(exc))
+            value = GitStatus(error=str(exc))
+        else:
+            self._report("")
+        if self._refs != refs:  # HEAD now points elsewhere: watch the new ref from here on
+            signature = signature[: len(self._fixed)] + tuple(_stat(path) for path in self._refs)
+        self._signature, self._checked = signature, now
+        if value == self._value:
+            return self._value  # the very same object: compared by identity, encoded once
+        self._value = value
+        return value
+
+    def _report(self, reason: str) -> None:
+        """One warning line per new reason, not one per boundary."""
+        if reason and reason != self._reported:
+            log.warning("%s: %s (in %s)", KEY, reason, self.repo.worktree)
+        self._reported = reason
+
+    def _status(self) -> GitStatus:
+        repo, settings = self.repo, self.settings
+        refused = untrusted(repo, self.root)
+        if refused is not None:
+            raise GitFailed(refused)
+        if ref_leaves_repository(repo):
+            raise GitFailed("a ref of this repository is a symlink to a file outside it, which nia does not follow")
+        git = git_executable(repo.worktree)
+        if git is None:
+            raise GitFailed("no `git` executable was found on PATH")
+        budget = Budget.of(settings.timeout)
+        options = neutralizers(git, repo, budget)
+        args = [*options, "--work-tree", repo.worktree, "status", "--porcelain=v2", "--branch", "-z"]
+        args += ["--no-renames", "--ignore-submodules=dirty", "--ignored=no", "--ahead-behind"]
+        args += ["--untracked-files=normal" if settings.untracked else "--untracked-files=no", *self._scope]
+        code, out, err = run_git(git, repo, "status", args, budget)
+        if code != 0:
+            detail = _first_line(err)
+            if detail:
+                log.warning("%s: git status said: %s", KEY, detail)
+            if "dubious ownership" in detail:
+                raise GitFailed("git refuses to read this repository: it belongs to another user (see safe.directory)")
+            if "not a git repository" in detail:
+                raise GitFailed("git does not recognise the `.git` here as a repository")
+            raise GitFailed(f"`git status` failed with exit status {code}")
+        parsed = parse_status(out, self._relative)
+        head_text = (_read_small(os.path.join(repo.gitdir, "HEAD")) or "").strip()
+        symbolic = head_text.startswith("ref:")
+        detached = parsed.head == "(detached)" and not symbolic
+        refs = []
+        if symbolic:
+            refs.append(_ref_file(repo, head_text[4:].strip()))
+        if parsed.upstream:
+            refs.append(_ref_file(repo, "refs/remotes/" + parsed.upstream))
+            refs.append(_ref_file(repo, "refs/heads/" + parsed.upstream))
+        self._refs = tuple(ref for ref in refs if ref)
+        short, parents, subject = self._commit(git, parsed.oid, budget) if parsed.oid else ("", (), "")
+        operations, rebased = _operations(repo)
+        entries = [*parsed.conflicts, *parsed.tracked, *parsed.new]
+        named = tuple(entries[: settings.paths])
+        return GitStatus(
+            branch="" if detached else quoted(parsed.head),
+            detached=detached,
+            oid=parsed.oid,
+            head=short,
+            subject=subject,
+            parents=parents,
+            upstream=quoted(parsed.upstream) if parsed.upstream else "",
+            ahead=parsed.ahead,
+            behind=parsed.behind,
+            operations=operations,
+            rebasing=quoted(rebased) if rebased else "",
+            stashes=_stashes(repo),
+            staged=parsed.staged,
+            modified=parsed.modified,
+            untracked=parsed.untracked if settings.untracked else None,
+            conflicted=parsed.conflicted,
+            entries=named,
+            more=len(entries) - len(named),
+        )
+
+    def _commit(self, git: str, oid: str, budget: Budget) -> tuple[str, tuple[str, ...], str]:
+        """HEAD's short id, parents and subject; asked of git once per commit."""
+        known = self._commits.get(oid)
+        if known is not None:
+            return known
+        args = ["log", "-1", "--no-show-signature", "--no-color", "--format=%h%x00%P%x00%s", oid, "--"]
+        code, out, _err = run_git(git, self.repo, "log", args, budget)
+        if code != 0:
+            return oid[:7], (), ""
+        short, _, rest = out.decode("utf-8", "replace").rstrip("\n").partition("\0")
+        parents, _, subject = rest.partition("\0")
+        result = (plain(short, 64), tuple(parents.split()), plain(subject))
+        if len(self._commits) > 64:
+            self._commits.clear()
+        self._commits[oid] = result
+        return result
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+HEADER = "Git status (nia keeps this current; paths are relative to the project root):"
+
+
+def _n_files(count: int, word: str = "file") -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _names(paths: list[str]) -> str:
+    return ", ".join(f"`{path}`" for path in paths)
+
+
+def _tracking(value: GitStatus) -> str:
+    if not value.upstream:
+        return "no upstream"
+    if value.ahead is None or value.behind is None:
+        return f"its upstream `{value.upstream}` is gone"
+    if not value.ahead and not value.behind:
+        return f"up to date with `{value.upstream}`"
+    return f"{value.ahead} ahead, {value.behind} behind `{value.upstream}`"
+
+
+def _commit_text(value: GitStatus) -> str:
+    if not value.oid:
+        return "no commits yet"
+    return f"`{value.head}` {value.subject}".rstrip()
+
+
+def _operation(value: GitStatus, op: str) -> str:
+    name = OPERATIONS.get(op, op)
+    return f"{name} of `{value.rebasing}`" if op == "rebase" and value.rebasing else name
+
+
+def _counts(value: GitStatus) -> str:
+    parts = [
+        f"{count} {word}"
+        for count, word in (
+            (value.conflicted, "conflicted"),
+            (value.staged, "staged"),
+            (value.modified, "modified"),
+            (value.untracked or 0, "untracked"),
+        )
+        if count
+    ]
+    changed = len(value.entries) + value.more
+    text = f"{_n_files(changed, 'changed path')} ({', '.join(parts)})" if changed else "clean"
+    if value.untracked is None:
+        text += ", untracked files not counted"
+    return text
+
+
+def _listing(value: GitStatus) -> list[str]:
+    lines = [f"  - `{path}` ({label})" for path, label in value.entries]
+    if value.more:
+        lines.append(f"  - and {value.more} more")
+    return lines
+
+
+def render_baseline(value: GitStatus) -> str:
+    """The whole state, as a list the model can scan."""
+    if value.error:
+        return f"Git: the status of this repository is not available ({value.error})."
+    lines = [HEADER]
+    if value.detached:
+        lines.append("- HEAD is detached (no branch checked out)")
+    else:
+        lines.append(f"- Branch: `{value.branch}` ({_tracking(value)})")
+    lines.append(f"- HEAD: {_commit_text(value)}")
+    if value.operations:
+        lines.append("- In progress: " + ", ".join(f"a {_operation(value, op)}" for op in value.operations))
+    if value.stashes:
+        lines.append(f"- Stashes: {value.stashes}")
+    lines.append(f"- Working tree: {_counts(value)}" + (":" if not value.clean else ""))
+    lines += _listing(value)
+    return "\n".join(lines)
+
+
+def _branch_change(old: GitStatus, new: GitStatus) -> str:
+    if new.detached:
+        return f"HEAD is now detached (was on branch `{old.branch}`)."
+    if old.detached:
+        return f"The branch is now `{new.branch}` (HEAD was detached)."
+    return f"The branch is now `{new.branch}` (was `{old.branch}`)."
+
+
+def _head_change(old: GitStatus, new: GitStatus) -> str:
+    if not new.oid:
+        return "HEAD now has no commits yet."
+    if not old.oid:
+        return f"The first commit was made: {_commit_text(new)}."
+    if old.oid in new.parents:
+        return f"A commit was made: {_commit_text(new)}."
+    if new.parents and new.parents == old.parents:
+        return f"The last commit was rewritten (amended): HEAD is now {_commit_text(new)} (was `{old.head}`)."
+    return f"HEAD is now {_commit_text(new)} (was `{old.head}`)."
+
+
+def _tracking_change(old: GitStatus, new: GitStatus, switched: bool) -> str | None:
+    branch = f"`{new.branch}`"
+    if switched:
+        return f"{branch} has {_tracking(new)}." if not new.upstream else f"{branch} is {_tracking(new)}."
+    if (old.upstream, old.ahead, old.behind) == (new.upstream, new.ahead, new.behind):
+        return None
+    if not new.upstream:
+        return f"{branch} no longer has an upstream."
+    if new.ahead is None or new.behind is None:
+        return f"The upstream of {branch}, `{new.upstream}`, is gone."
+    if old.upstream != new.upstream:
+        return f"{branch} now tracks `{new.upstream}` ({_tracking(new)})."
+    return f"{branch} is now {_tracking(new)} (was {_tracking(old)})."
+
+
+def _tree_change(old: GitStatus, new: GitStatus) -> str:
+    """What changed in the working tree since the last message, then (unless that says it all) where it stands."""
+    if new.clean:
+        extra = " (untracked files not counted)" if new.untracked is None else ""
+        return f"The working tree is clean again{extra}."
+    before, now = dict(old.entries), dict(new.entries)
+    phrases: list[str] = []
+    mentioned: set[str] = set()
+    if not old.more:  # every changed path was named last time, so a path not named then is new
+        groups: dict[str, list[str]] = {}
+        for path, label in new.entries:
+            if path not in before:
+                groups.setdefault(label.split(":")[0], []).append(path)  # conflicts of every kind together
+        for label, paths in groups.items():
+            if label == "in conflict":
+                phrases.append(f"{_n_files(len(paths))} now in conflict ({_names(paths)})")
+            elif label == "untracked":
+                phrases.append(f"{len(paths)} new untracked {_n_files(len(paths)).split(' ', 1)[1]} ({_names(paths)})")
+            else:
+                phrases.append(f"{_n_files(len(paths))} {label} since the last message ({_names(paths)})")
+            mentioned.update(paths)
+    for path, label in new.entries:
+        if path in before and before[path] != label:
+            phrases.append(f"`{path}` is now {label} (was {before[path]})")
+            mentioned.add(path)
+    if not new.more:
+        gone = [path for path, _ in old.entries if path not in now]
+        if gone:
+            phrases.append(f"{_n_files(len(gone))} no longer changed ({_names(gone)})")
+    text = "Working tree: " + ("; ".join(phrases) if phrases else "changed since the last message") + "."
+    if old.clean and not new.more and all(path in mentioned for path, _ in new.entries):
+        return text  # the change is the whole state
+    return f"{text} It now has {_counts(new)}:\n" + "\n".join(_listing(new))
+
+
+def render_update(old: GitStatus, new: GitStatus) -> str:
+    """Only what changed, each part a statement of what is true now."""
+    if new.error:
+        return (
+            f"Git: the status of this repository is no longer available ({new.error}); "
+            "the branch and working tree described earlier may be out of date."
+        )
+    if old.error:
+        return "The git status is available again.\n" + render_baseline(new)
+    sentences: list[str] = []
+    switched = old.detached != new.detached or old.branch != new.branch
+    if switched:
+        sentences += [_branch_change(old, new), f"HEAD: {_commit_text(new)}."]
+    elif old.oid != new.oid:
+        sentences.append(_head_change(old, new))
+    tracking = None if new.detached else _tracking_change(old, new, switched)
+    if tracking and (new.upstream or old.upstream):
+        sentences.append(tracking)
+    for op in new.operations:
+        if op not in old.operations:
+            sentences.append(f"A {_operation(new, op)} is now in progress.")
+    for op in old.operations:
+        if op not in new.operations:
+            sentences.append(f"The {_operation(old, op)} is no longer in progress.")
+    if old.stashes != new.stashes:
+        sentences.append(
+            f"There {'is' if new.stashes == 1 else 'are'} now {_n_files(new.stashes, 'stash')}"
+            f" (was {old.stashes}).".replace("stashs", "stashes")
+        )
+    tree = ("entries", "more", "staged", "modified", "untracked", "conflicted")
+    if any(getattr(old, name) != getattr(new, name) for name in tree):
+        sentences.append(_tree_change(old, new))
+    return "\n".join(sentences) if sentences else render_baseline(new)
+
+
+def render_removal(_old: GitStatus) -> str:
+    return "The git status given earlier is no longer maintained and may be out of date."
+
+
+# -- the plugin ---------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def git_source(repo: Repository, root: str, settings: Settings) -> ContextSource:
+    """One source per repository, project root and settings, so its observer (and its caches) live on."""
+    return ContextSource(
+        key=KEY,
+        load=Observer(repo, root, settings),
+        baseline=render_baseline,
+        update=render_update,
+        removal=render_removal,
+        codec=GitStatusCodec(),
+        timeout=settings.timeout + 1,  # the git calls share settings.timeout; a second for the rest
+        description="The git branch, HEAD and working tree of the repository the agent works in.",
+    )
+
+
+def sources(location: Location, config: dict[str, Any]) -> list[ContextSource]:
+    """What the plugin's ``nia_context_sources`` answers: one source inside a work tree, else none."""
+    settings = settings_from(config)
+    repo = find_repository(str(location.path))
+    if repo is None:
+        return []
+    return [git_source(repo, str(location.root), settings)]
