@@ -22,7 +22,6 @@ from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost
 from nia_core.host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
-from nia_core.host.localimport import compile_from_source, editable_metadata, import_local, module_name
 from nia_core.host.plugin import PluginInfo
 from nia_core.project.paths import shown_path
 from nia_core.records import record
@@ -245,8 +244,10 @@ def load_entry_points(
     started = time.monotonic()
     found = entry_point_records() if records is None else list(records)
     log.debug("entry points: %d in group 'nia', found in %.1f ms", len(found), (time.monotonic() - started) * 1000)
-    editable = {r.module.partition(".")[0] for r in found if editable_metadata(r.metadata)}
+    editable = {r.module.partition(".")[0] for r in found if r.editable}
     if editable:  # under development: from source in every process, never a stale .pyc
+        from nia_core.host.localimport import compile_from_source
+
         compile_from_source(editable)
     steps = []
     for point in sorted(found, key=lambda r: r.name):  # stable: on a name clash, sys.path order decides
@@ -322,13 +323,18 @@ def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
 def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) -> None:
     steps: list[tuple[PluginInfo, Callable[[], Any]]] = []
     for folder in folders:
-        for name, path in local_plugin_paths(folder):
+        found = local_plugin_paths(folder)
+        if found:  # the import machinery of local plugins, only for a folder that holds some
+            from nia_core.host.localimport import module_name
+        for name, path in found:
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
             steps.append((info, _local_import(name, path)))
     _load_in_turn(host, selection, steps, lambda info, existing: existing.path != info.path)
 
 
 def _local_import(name: str, path: Path) -> Callable[[], Any]:
+    from nia_core.host.localimport import import_local
+
     return lambda: import_local(name, path)
 
 

@@ -31,7 +31,7 @@ from nia_core.records import record
 
 log = logging.getLogger("nia.host")
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 RACY_NS = 2_000_000_000
 """A folder modified this recently may change again within the same clock tick: its mtime proves nothing yet."""
 VALUE_PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?")
@@ -48,6 +48,9 @@ class EntryPointRecord:
     version: str | None = None
     metadata: str | None = None
     """The distribution's metadata folder (``*.dist-info``), when known."""
+    editable: bool = False
+    """An editable install (PEP 610 ``direct_url.json``): its plugin is under development (see
+    :func:`nia_core.host.localimport.compile_from_source`). Kept with the scan, so a start reads no such file."""
 
     @property
     def module(self) -> str:
@@ -109,9 +112,27 @@ def scan_uncached(group: str) -> list[EntryPointRecord]:
                 dist.name if dist is not None else None,
                 dist.version if dist is not None else None,
                 str(metadata) if metadata is not None else None,
+                editable_metadata(str(metadata) if metadata is not None else None),
             )
         )
     return sorted(records, key=_precedence(sys.path))
+
+
+def editable_metadata(metadata: str | None) -> bool:
+    """Whether the distribution with this ``*.dist-info`` folder is an editable install (PEP 610).
+
+    Its plugin is under development: every process (a hook runs as a fresh
+    one) must import it from source, or a stale ``.pyc`` (same size, same
+    second) would hide an edit.
+    """
+    if not metadata:
+        return False
+    try:
+        with open(os.path.join(metadata, "direct_url.json"), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("dir_info"), dict) and bool(data["dir_info"].get("editable"))
 
 
 def _precedence(paths: Sequence[str]) -> Any:
@@ -130,7 +151,8 @@ def _precedence(paths: Sequence[str]) -> Any:
 def watched_files(records: Sequence[EntryPointRecord]) -> list[list[Any]]:
     """The metadata files of the distributions behind ``records``, with their mtimes (edits made in place)."""
     folders = sorted({r.metadata for r in records if r.metadata})
-    files = [os.path.join(folder, name) for folder in folders for name in ("entry_points.txt", "METADATA", "PKG-INFO")]
+    names = ("entry_points.txt", "METADATA", "PKG-INFO", "direct_url.json")
+    files = [os.path.join(folder, name) for folder in folders for name in names]
     return [[f, _mtime(f)] for f in files]
 
 

@@ -234,22 +234,6 @@ def editable_project(dist: Any) -> Path | None:
     return Path(unquote(url.path)).resolve()
 
 
-def editable_metadata(metadata: str | None) -> bool:
-    """Whether the distribution with this ``*.dist-info`` folder is an editable install (PEP 610).
-
-    Its plugin is under development: every process (a hook runs as a fresh
-    one) must import it from source, or a stale ``.pyc`` (same size, same
-    second) would hide an edit.
-    """
-    if not metadata:
-        return False
-    try:
-        data = json.loads(Path(metadata, "direct_url.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and isinstance(data.get("dir_info"), dict) and bool(data["dir_info"].get("editable"))
-
-
 def package_root(package: str, project: Path) -> Path:
     """Where ``package``'s source lives (without importing it); the project folder if unknown."""
     try:

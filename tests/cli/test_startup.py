@@ -301,12 +301,14 @@ def test_the_global_options_before_help_apply_to_the_listing(project):
 
 
 def test_outside_a_repository_the_git_plugin_loads_none_of_its_code_but_still_checks_its_settings(tmp_path):
+    """Nor is the import machinery of local plugins loaded where there are none."""
     root = tmp_path / "plain"
     (root / ".nia").mkdir(parents=True)
     (root / "AGENTS.md").write_text("# Agents\n\nNo repository here.\n")
     stdout, modules = loaded(root, "context", "show")
     assert "No repository here." in stdout and "Git status" not in stdout
     assert "nia_plugins.git" in modules and "nia_plugins.gitstatus" not in modules
+    assert "nia_core.host.localimport" not in modules  # no local plugin, no editable one
     (root / ".nia" / "project.toml").write_text("[plugins.nia-git]\npaths = -1\n")
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "context", "show"], capture_output=True, text=True, cwd=root, timeout=120

@@ -127,3 +127,18 @@ def test_a_cache_that_cannot_be_written_is_no_error(site, scans, monkeypatch, tm
 
     assert "anyway" in names() and "anyway" in names()
     assert len(scans) == 2
+
+
+def test_an_editable_install_is_told_by_the_scan_and_an_edit_of_direct_url_json_rescans(site, scans):
+    """Whether a plugin is under development comes with the cached scan; no start reads direct_url.json."""
+    info = site.plugin("dev-one", "")
+    (info / "direct_url.json").write_text('{"url": "file:///src/dev-one", "dir_info": {"editable": true}}')
+    site.plugin("plain-one", "")
+    settle(site.root)
+    found = {r.name: r.editable for r in entry_point_records() if r.name in ("dev-one", "plain-one")}
+    assert found == {"dev-one": True, "plain-one": False}
+    assert {r.name: r.editable for r in entry_point_records() if r.name == "dev-one"} == {"dev-one": True}
+    assert len(scans) == 1
+    (info / "direct_url.json").write_text('{"url": "file:///src/dev-one", "dir_info": {}}')
+    assert {r.name: r.editable for r in entry_point_records() if r.name == "dev-one"} == {"dev-one": False}
+    assert len(scans) == 2
