@@ -296,7 +296,9 @@ class _Merger:
             item = items[index]
             shown = shown_dir + item.name
             try:
-                if item.is_symlink():
+                if item.is_file(follow_symlinks=False):  # the common case first: a regular file, one check
+                    files.append((shown, item.path, item.stat(follow_symlinks=False)))
+                elif item.is_symlink():
                     target = self.follow(entry, shown, item.path)
                     if target is None:
                         continue
