@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 CACHE_FORMAT = 1
+MAX_BYTES = 16 * 1024 * 1024
+"""A cache file larger than this is not read (a listing of hundreds of commands is well under 1 MiB)."""
 RACY_NS = 2_000_000_000
 """An input modified this recently may change again within the same clock tick: no rows are written yet."""
 Signature = list[int] | None
@@ -119,8 +121,7 @@ def read(app: App) -> list[dict[str, Any]] | None:
         return None
     try:
         cwd = os.path.realpath(os.getcwd())
-        with open(cache_path(cwd), encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = _load(cache_path(cwd))
         if data["key"] != key(app, cwd):
             return None
         for path, recorded in data["kinds"]:
@@ -130,9 +131,51 @@ def read(app: App) -> list[dict[str, Any]] | None:
             if signature(path) != recorded:
                 return None
         commands = data["commands"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
-    return commands if isinstance(commands, list) else None
+    if not isinstance(commands, list) or not all(_well_formed(item) for item in commands):
+        return None
+    return commands
+
+
+def _load(path: str) -> Any:
+    """The cache file's JSON, read only if it is a regular file of at most :data:`MAX_BYTES`.
+
+    The cache folder is the user's, but a damaged or planted file (a FIFO, a
+    device, a huge file) must not hang ``nia --help`` or fill its memory.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        chunks = []
+        left = MAX_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1024 * 1024))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    if left <= 0:
+        raise ValueError(f"{path} is larger than {MAX_BYTES} bytes")
+    return json.loads(b"".join(chunks))
+
+
+def _well_formed(item: object) -> bool:
+    """Whether a cached entry has what :func:`short_help` and the help formatter use, of the types they expect."""
+    if not isinstance(item, dict):
+        return False
+    return (
+        isinstance(item.get("name"), str)
+        and isinstance(item.get("text"), str)
+        and type(item.get("limit")) is int
+        and isinstance(item.get("hidden"), bool)
+        and isinstance(item.get("plain"), bool)
+        and all(item.get(k) is None or isinstance(item.get(k), str) for k in ("help", "short_help"))
+        and (item.get("deprecated") is None or isinstance(item.get("deprecated"), (bool, str)))
+    )
 
 
 def entry(name: str, command: click.Command, limit: int) -> dict[str, Any]:

@@ -39,14 +39,30 @@ SPILLED = FOLDER + r"/([0-9a-f]{16})\.md"
 """How a printed footer names its file, for the transcript check."""
 
 
+SPILLED_LIMIT = 64 * 1024 * 1024
+"""The largest spilled text read back: a name in the transcript costs a bounded read."""
+
+
 def spilled_texts(root: Path, names: list[str]) -> list[str]:
-    """The complete texts behind footers the host recorded (names from :data:`SPILLED`), where still readable."""
+    """The complete texts behind footers the host recorded (names from :data:`SPILLED`), where still readable.
+
+    The names come from the transcript and the folder from the repository, so
+    each file is read through the checked reader (inside the project, a regular
+    file, bounded: no symlink to a FIFO or ``/dev/zero``) and counts only if
+    its bytes hash to its name, as nia wrote it: a file the repository planted
+    cannot make nia believe a text reached the model.
+    """
+    from nia_core.files import read_checked
+
     texts = []
     for name in dict.fromkeys(names):
         try:
-            texts.append((root / ".nia" / FOLDER / f"{name}.md").read_text(encoding="utf-8"))
-        except OSError:
+            content = read_checked(root / ".nia" / FOLDER / f"{name}.md", root, SPILLED_LIMIT)
+        except (OSError, ValueError):
             continue
+        if content.oversize or sha256_hex(content.data)[:16] != name:
+            continue
+        texts.append(content.data.decode("utf-8", errors="replace"))
     return texts
 
 

@@ -7,7 +7,10 @@ nothing, and nothing is concluded from it.
 
 A compaction replaces the conversation the model sees with a summary, but the
 host's transcript keeps the earlier lines: given the host's compaction record,
-only what follows the last one counts as seen.
+only what follows the last one counts as seen. The record is a member of a
+line's top-level object (``"type":"compacted"``): the same text nested deeper
+(a tool's structured result, which the repository can write) is no record,
+so a repository cannot make nia believe its context was compacted away.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Transcript:
     def __init__(self, path: str, since: str = "") -> None:
         self.path = path
         self._since = re.compile(since) if since else None
+        self._record = _members(since)
         self._tail: str | None = None
         self._whole: str | None = None
         self._size = 0
@@ -84,27 +88,66 @@ class Transcript:
                 handle.seek(0, 2)
                 found._size = handle.tell()
                 handle.seek(max(0, found._size - TAIL_BYTES))
-                found._tail = found._after_compaction(handle.read(TAIL_BYTES).decode("utf-8", errors="replace"))
+                tail = handle.read(TAIL_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return None
+        try:
+            found._tail = found._after_compaction(tail, cut=found._size > TAIL_BYTES)
+        except _Undecided:  # a record candidate on the tail's cut first line: the wider read decides
+            found._tail = tail
+            found._tail = found._all()
+            return found
         if found._size <= TAIL_BYTES or found.compacted:
             found._whole = found._tail  # the whole file, or all of it the model still sees
         return found
 
-    def _after_compaction(self, text: str) -> str:
+    def _after_compaction(self, text: str, *, cut: bool = False) -> str:
+        """``text`` after the last compaction record; ``cut``: its first line may be the end of a longer one.
+
+        A candidate on a cut first line cannot be checked: :class:`_Undecided`
+        (from the tail), or taken as a record (the widest read: as before).
+        """
         if self._since is None:
             return text
-        *_, last = (None, *self._since.finditer(text))
+        last = None  # the end of the last record found
+        line_end = -1  # the end of the line the previous candidate was on (each line is parsed once)
+        record = undecided = False
+        for match in self._since.finditer(text):
+            if match.start() >= line_end:
+                start = text.rfind("\n", 0, match.start()) + 1
+                found = text.find("\n", match.end())
+                line_end = found if found >= 0 else len(text)
+                if start == 0 and cut:  # cannot be checked: the tail asks the widest read, which takes it
+                    record = self._record is None or self._whole_read
+                    undecided = not record
+                else:
+                    record = self._is_record(text[start:line_end])
+            if record:
+                last = match.end()
+        if last is None and undecided:
+            raise _Undecided
         if last is None:
             return text
         self.compacted = True
-        return text[last.end() :]
+        return text[last:]
+
+    def _is_record(self, line: str) -> bool:
+        """Whether ``line`` is a JSON object holding the record's members at its top level."""
+        if self._record is None:
+            return True
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(value, dict) and all(value.get(k, _ABSENT) == v for k, v in self._record.items())
 
     def is_compacted(self) -> bool:
         """Whether the host compacted the conversation (the whole transcript is read when its end does not say)."""
         if not self.compacted and self._since is not None:
             self._all()
         return self.compacted
+
+    _whole_read = False
 
     def _all(self) -> str:
         if self._whole is None:
@@ -115,7 +158,9 @@ class Transcript:
                 with handle:
                     size = handle.seek(0, 2)
                     handle.seek(max(0, size - WHOLE_BYTES))
-                    self._whole = self._after_compaction(handle.read(WHOLE_BYTES).decode("utf-8", errors="replace"))
+                    self._whole_read = True
+                    text = handle.read(WHOLE_BYTES).decode("utf-8", errors="replace")
+                    self._whole = self._after_compaction(text, cut=size > WHOLE_BYTES)
             except OSError:
                 self._whole = self._tail or ""
         return self._whole
@@ -130,6 +175,22 @@ class Transcript:
     def mentions(self, pattern: str) -> list[str]:
         """Every match of the regular expression ``pattern`` in the transcript (since compaction), in order."""
         return re.findall(pattern, self._all())
+
+
+class _Undecided(Exception):
+    """A compaction record candidate could not be checked in the text read."""
+
+
+_ABSENT = object()
+
+
+def _members(record: str) -> dict[str, object] | None:
+    """The top-level members a compaction record names (``"type":"compacted"``), ``None`` if it names none."""
+    try:
+        value = json.loads("{" + record + "}") if record else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value else None
 
 
 def version_field(path: str | None, field: str) -> tuple[int, ...] | None:
