@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import textwrap
+import time
 
 import pytest
 
@@ -690,6 +691,57 @@ def test_a_git_that_hangs_is_killed_at_the_timeout(tmp_path, repo, nia_project, 
     assert chat.baseline == (
         "Git: the status of this repository is not available (`git config` did not answer within 0.3s)."
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+def test_a_hanging_git_is_killed_with_every_process_it_started(tmp_path, repo, nia_project, monkeypatch):
+    """A child holding git's output open would keep a reader waiting: the whole process group goes."""
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    pids = tmp_path / "pids"
+    sleep = shutil.which("sleep")
+    (folder / "git").write_text(f"#!/bin/sh\n{sleep} 30 &\necho $! >> {pids}\necho $$ >> {pids}\nexec {sleep} 30\n")
+    (folder / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", str(folder))
+
+    chat = conversation(nia_project.location, timeout=0.5)
+
+    assert "did not answer within 0.5s" in chat.baseline
+    started = [int(pid) for pid in pids.read_text().split()]
+    assert len(started) >= 2
+    for _ in range(100):
+        if not any(_alive(pid) for pid in started):
+            break
+        time.sleep(0.02)
+    assert [pid for pid in started if _alive(pid)] == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+def test_git_inherits_no_descriptor_but_its_standard_ones(tmp_path, repo, nia_project, monkeypatch):
+    seen = tmp_path / "fds"
+    real = shutil.which("git")
+    folder = tmp_path / "fd-bin"
+    folder.mkdir()
+    (folder / "git").write_text(f'#!/bin/sh\nls -l /proc/$$/fd >> {seen}\nexec {real} "$@"\n')
+    (folder / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    with open(tmp_path / "secret", "w") as leaked:
+        os.set_inheritable(leaked.fileno(), True)  # as a parent process may leave one
+
+        baseline = conversation(nia_project.location).baseline
+
+    assert "- Branch: `main`" in baseline
+    listed = seen.read_text()
+    assert "/dev/null" in listed  # each git call listed its descriptors (stdin is /dev/null)
+    assert "secret" not in listed
 
 
 def test_git_stopping_mid_session_keeps_what_the_model_knows(tmp_path, repo, nia_project, monkeypatch):
