@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
-from nia_core.errors import NiaError
+from nia_core.errors import NiaError, message_of
 from nia_core.stdio import protect
 
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
@@ -190,5 +190,5 @@ class NiaGroup(click.Group):
             if App.of(ctx).debug:
                 raise
             raise ReportedError(
-                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+                f"unexpected {type(exc).__name__}: {message_of(exc)} (run with --debug for the traceback)", 1
             ) from None
