@@ -314,3 +314,47 @@ def test_outside_a_repository_the_git_plugin_loads_none_of_its_code_but_still_ch
         [sys.executable, "-c", PROBE, "context", "show"], capture_output=True, text=True, cwd=root, timeout=120
     )
     assert "[plugins.nia-git] paths must be a whole number, 0 or more, not -1" in done.stderr
+
+
+EXIT_PLUGIN = """\
+import atexit, sys
+from nia_core import ContextSource, hookimpl
+
+atexit.register(lambda: sys.stderr.write("plugin atexit ran\\n"))
+
+@hookimpl
+def nia_context_sources(location):
+    handle = open("written-at-exit.txt", "w")
+    handle.write("flushed by the atexit handler")
+    atexit.register(handle.close)
+    return [ContextSource(key="exiter/x", load=lambda: "x", baseline=lambda v: "Exit plugin: " + v)]
+"""
+
+
+def test_context_show_skips_the_interpreter_teardown_but_not_the_atexit_handlers(project):
+    """``context show`` ends with os._exit once done: what a plugin registered with atexit still runs."""
+    (project / ".nia" / "plugins" / "exiter.py").write_text(EXIT_PLUGIN)
+    done = subprocess.run(
+        [sys.executable, "-c", "from nia_core.cli import main; main()", "context", "show"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Exit plugin: x" in done.stdout and "Run the tests." in done.stdout
+    assert "plugin atexit ran" in done.stderr
+    assert (project / "written-at-exit.txt").read_text() == "flushed by the atexit handler"
+
+
+def test_a_failing_context_show_keeps_its_exit_status(project):
+    (project / ".nia" / "project.toml").write_text("[project\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "from nia_core.cli import main; main()", "context", "show"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=120,
+    )
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert done.stderr.startswith("Error: ") and "project.toml" in done.stderr

@@ -84,12 +84,12 @@ def test_print_writes_nothing(project):
 
 @pytest.mark.slow
 def test_only_nia_mcp_imports_the_sdk(project):
-    probe = (
-        "import sys\n"
+    probe = (  # at exit: a command that only reads ends with os._exit once its atexit handlers ran
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('SDK' if 'mcp' in sys.modules else 'NO-SDK', file=sys.stderr))\n"
         "from nia_core.cli import main\n"
         "sys.argv = ['nia', *sys.argv[1:]]\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print('SDK' if 'mcp' in sys.modules else 'NO-SDK', file=sys.stderr)\n"
+        "main()\n"
     )
     for args in (["--help"], ["context", "show", "--location", str(project)], ["mcp", "install", "json"]):
         done = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=60)
