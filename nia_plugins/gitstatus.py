@@ -400,18 +400,15 @@ class Budget:
         return cls(seconds, time.monotonic() + seconds)
 
 
-def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> tuple[int, bytes, bytes]:
-    """Run ``git ... NAME`` in the work tree; its whole process group is killed when the budget runs out."""
-    import signal
+def start_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> Any:
+    """Start ``git ... NAME`` in the work tree, in a process group of its own; :func:`wait_git` collects it."""
     import subprocess
 
-    command = [git, *SAFE_OPTIONS, "-C", repo.worktree, *args]
-    timeout = budget.deadline - time.monotonic()
-    if timeout <= 0:
+    if budget.deadline - time.monotonic() <= 0:
         raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s")
     try:
-        proc = subprocess.Popen(
-            command,
+        return subprocess.Popen(
+            [git, *SAFE_OPTIONS, "-C", repo.worktree, *args],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -420,16 +417,35 @@ def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budg
         )
     except OSError as exc:
         raise GitFailed(f"git could not be started ({exc.strerror or exc})") from None
+
+
+def wait_git(proc: Any, name: str, budget: Budget) -> tuple[int, bytes, bytes]:
+    """What a started git said; its whole process group is killed when the budget runs out."""
+    import subprocess
+
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, err = proc.communicate(timeout=max(0.0, budget.deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
+        stop_git(proc)
+        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s") from None
+    return proc.returncode, out, err
+
+
+def stop_git(proc: Any) -> None:
+    """Kill a started git's process group (if it still runs) and reap it: nothing is left behind."""
+    import signal
+
+    if proc.returncode is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        proc.communicate()
-        raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s") from None
-    return proc.returncode, out, err
+    proc.communicate()
+
+
+def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> tuple[int, bytes, bytes]:
+    """Run ``git ... NAME`` in the work tree; its whole process group is killed when the budget runs out."""
+    return wait_git(start_git(git, repo, name, args, budget), name, budget)
 
 
 def _first_line(err: bytes) -> str:
@@ -664,6 +680,10 @@ class Observer:
         self._reported = ""
         self._lock = threading.Lock()
         self._scope, self._strip, self._prepend = self._scoping()
+        moving = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
+        moving += tuple(os.path.join(repo.commondir, name) for name in ("packed-refs", "reftable/tables.list"))
+        self._moving = tuple(self._fixed.index(path) for path in moving)
+        """Where in the signature the files that say which commit HEAD is are (the ref files follow ``_fixed``)."""
 
     def _scoping(self) -> tuple[list[str], str, str]:
         """A pathspec limiting the status to the project, and how a repository path becomes project-relative.
@@ -705,7 +725,7 @@ class Observer:
             return self._value
         refs = self._refs
         try:
-            value = self._status()
+            value = self._status(self._head_may_have_moved(signature))
         except GitTimedOut as exc:
             self._report(str(exc))
             if self._value is not None and not self._value.error:
@@ -724,13 +744,21 @@ class Observer:
         self._value = value
         return value
 
+    def _head_may_have_moved(self, signature: tuple[Any, ...]) -> bool:
+        """Whether HEAD's commit may differ from the last observation's (always, at the first)."""
+        old = self._signature
+        if old is None or len(old) != len(signature):
+            return True
+        return any(old[i] != signature[i] for i in (*self._moving, *range(len(self._fixed), len(signature))))
+
     def _report(self, reason: str) -> None:
         """One warning line per new reason, not one per boundary."""
         if reason and reason != self._reported:
             log.warning("%s: %s (in %s)", KEY, reason, self.repo.worktree)
         self._reported = reason
 
-    def _status(self) -> GitStatus:
+    def _status(self, speculate: bool) -> GitStatus:
+        """One observation: ``speculate`` starts ``git log -1 HEAD`` beside the config call (see :meth:`_commit`)."""
         repo, settings = self.repo, self.settings
         refused = untrusted(repo, self.root)
         if refused is not None:
@@ -741,7 +769,17 @@ class Observer:
         if git is None:
             raise GitFailed("no `git` executable was found on PATH")
         budget = Budget.of(settings.timeout)
-        options = neutralizers(git, repo, budget)
+        head = start_git(git, repo, "log", [*COMMIT_LOG, "HEAD", "--"], budget) if speculate else None
+        try:
+            return self._described(git, budget, head)
+        finally:
+            if head is not None and head.returncode is None:
+                stop_git(head)  # not needed, or the observation failed: killed if still running, and reaped
+
+    def _described(self, git: str, budget: Budget, head: Any) -> GitStatus:
+        """The observation proper, once the repository is known to be readable and git is found."""
+        repo, settings = self.repo, self.settings
+        options = neutralizers(git, repo, budget)  # before `git status`, always: its -c options go to status
         args = [*options, "--work-tree", repo.worktree, "status", "--porcelain=v2", "--branch", "-z"]
         args += ["--no-renames", "--ignore-submodules=dirty", "--ignored=no", "--ahead-behind"]
         args += ["--untracked-files=normal" if settings.untracked else "--untracked-files=no", *self._scope]
@@ -766,7 +804,7 @@ class Observer:
             refs.append(_ref_file(repo, "refs/remotes/" + parsed.upstream))
             refs.append(_ref_file(repo, "refs/heads/" + parsed.upstream))
         self._refs = tuple(ref for ref in refs if ref)
-        short, parents, subject = self._commit(git, parsed.oid, budget) if parsed.oid else ("", (), "")
+        short, parents, subject = self._commit(git, parsed.oid, budget, head) if parsed.oid else ("", (), "")
         operations, rebased = _operations(repo)
         entries = [*parsed.conflicts, *parsed.tracked, *parsed.new]
         named = tuple(entries[: settings.paths])
@@ -791,22 +829,41 @@ class Observer:
             more=len(entries) - len(named),
         )
 
-    def _commit(self, git: str, oid: str, budget: Budget) -> tuple[str, tuple[str, ...], str]:
-        """HEAD's short id, parents and subject; asked of git once per commit."""
+    def _commit(self, git: str, oid: str, budget: Budget, head: Any) -> tuple[str, tuple[str, ...], str]:
+        """HEAD's short id, parents and subject; asked of git once per commit.
+
+        ``head``, when given, is a ``git log -1 HEAD`` started beside the config
+        call (it reads no file content, so it needs no neutralizers): one git
+        process less on the critical path. Its answer counts only when it names
+        ``oid``, the commit ``git status`` saw; HEAD may have moved between the
+        two, and then ``oid`` is asked for by id.
+        """
         known = self._commits.get(oid)
-        if known is not None:
-            return known
-        args = ["log", "-1", "--no-show-signature", "--no-color", "--format=%h%x00%P%x00%s", oid, "--"]
-        code, out, _err = run_git(git, self.repo, "log", args, budget)
-        if code != 0:
-            return oid[:7], (), ""
-        short, _, rest = out.decode("utf-8", "replace").rstrip("\n").partition("\0")
-        parents, _, subject = rest.partition("\0")
-        result = (plain(short, 64), tuple(parents.split()), plain(subject))
+        if known is None and head is not None:
+            code, out, _err = wait_git(head, "log", budget)
+            if code == 0:
+                full, known = _commit_fields(out)
+                known = known if full == oid else None
+        if known is None:
+            code, out, _err = run_git(git, self.repo, "log", [*COMMIT_LOG, oid, "--"], budget)
+            if code != 0:
+                return oid[:7], (), ""
+            known = _commit_fields(out)[1]
         if len(self._commits) > 64:
             self._commits.clear()
-        self._commits[oid] = result
-        return result
+        self._commits[oid] = known
+        return known
+
+
+COMMIT_LOG = ("log", "-1", "--no-show-signature", "--no-color", "--format=%H%x00%h%x00%P%x00%s")
+
+
+def _commit_fields(out: bytes) -> tuple[str, tuple[str, tuple[str, ...], str]]:
+    """``(full id, (short id, parents, subject))`` of one :data:`COMMIT_LOG` answer."""
+    full, _, rest = out.decode("utf-8", "replace").rstrip("\n").partition("\0")
+    short, _, rest = rest.partition("\0")
+    parents, _, subject = rest.partition("\0")
+    return full, (plain(short, 64), tuple(parents.split()), plain(subject))
 
 
 # -- rendering ----------------------------------------------------------------------------

@@ -537,7 +537,10 @@ def test_git_variables_in_the_environment_do_not_redirect_it(tmp_path, repo, nia
 
 @pytest.fixture
 def fake_git(tmp_path, monkeypatch):
-    """A ``git`` first on PATH that logs each call (arguments and GIT_ variables), then runs the real one."""
+    """A ``git`` first on PATH that logs each call (arguments and GIT_ variables), then runs the real one.
+
+    One line a call, written at once: nia runs some git calls at the same time.
+    """
     real = shutil.which("git")
     folder = tmp_path / "fake-bin"
     folder.mkdir()
@@ -545,8 +548,8 @@ def fake_git(tmp_path, monkeypatch):
     script = folder / "git"
     script.write_text(
         "#!/bin/sh\n"
-        f'printf "%s\\n" "$*" >> {log}\n'
-        f'env | grep "^GIT_" | sort | tr "\\n" " " >> {log}; echo >> {log}\n'
+        'variables=$(env | grep "^GIT_" | sort | tr "\\n" " ")\n'
+        f'printf "%s\\t%s\\n" "$*" "$variables" >> {log}\n'
         f'exec {real} "$@"\n'
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
@@ -554,8 +557,7 @@ def fake_git(tmp_path, monkeypatch):
 
     def calls() -> list[tuple[str, str]]:
         text = log.read_text() if log.exists() else ""
-        lines = text.splitlines()
-        return list(zip(lines[0::2], lines[1::2], strict=True))
+        return [tuple(line.split("\t", 1)) for line in text.splitlines()]  # type: ignore[misc]
 
     return calls
 
@@ -597,6 +599,57 @@ def test_without_a_git_executable_the_status_is_unavailable_with_a_reason(
         chat.baseline == "Git: the status of this repository is not available (no `git` executable was found on PATH)."
     )
     assert "nia/git: no `git` executable was found on PATH" in caplog.text
+
+
+def test_head_is_asked_for_beside_the_config_call_and_only_when_it_may_have_moved(fake_git, repo, nia_project):
+    chat = conversation(nia_project.location, refresh=0)
+    first = fake_git()
+    repo.write("app.py", "print('edited')\n")  # the working tree only: HEAD's files did not move
+    chat.boundary()
+    edited = fake_git()[len(first) :]
+    repo.commit("Second", **{"db.py": "DB = 3\n"})
+    committed = chat.boundary().text
+
+    def logs(calls: list[tuple[str, str]]) -> list[str]:
+        return [call.rsplit(" ", 2)[-2] for call, _ in calls if " log -1 " in call]
+
+    assert logs(first) == ["HEAD"]  # one git log, started with the config call, not after status
+    assert logs(edited) == []
+    assert f"A commit was made: `{repo.short()}` Second." in committed
+
+
+def test_a_head_moving_between_the_concurrent_calls_still_reports_the_commit_status_saw(
+    tmp_path, repo, nia_project, monkeypatch
+):
+    """git log -1 HEAD answers first; a commit lands before git status runs: the subject is the new commit's."""
+    real = shutil.which("git")
+    folder = tmp_path / "racing-bin"
+    folder.mkdir()
+    logged = tmp_path / "logged"
+    calls = tmp_path / "calls"
+    who = "-c user.name=Racer -c user.email=racer@example.com"
+    (folder / "git").write_text(
+        "#!/bin/sh\n"
+        f'printf "%s\\n" "$*" >> {calls}\n'
+        'case " $* " in\n'
+        f'  *" log -1 "*" HEAD --"*) {real} "$@"; code=$?; touch {logged}; exit $code ;;\n'
+        '  *" status "*)\n'
+        f"    for _ in $(seq 1 20); do [ -e {logged} ] && break; sleep 0.1; done\n"
+        f"    {real} -C {repo.root} {who} commit -q --allow-empty -m Moved >/dev/null 2>&1 ;;\n"
+        "esac\n"
+        f'exec {real} "$@"\n'
+    )
+    (folder / "git").chmod(0o755)
+    before = repo.short()
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+    baseline = conversation(nia_project.location).baseline
+
+    moved = repo.short()
+    assert moved != before
+    assert f"- HEAD: `{moved}` Moved" in lines_of(baseline)
+    asked = [line.rsplit(" ", 2)[-2] for line in calls.read_text().splitlines() if " log -1 " in line]
+    assert asked == ["HEAD", repo.git("rev-parse", "HEAD").strip()]  # the stale answer set aside, the commit asked
 
 
 def test_a_git_inside_the_repository_is_never_run(tmp_path, repo, nia_project, monkeypatch):
