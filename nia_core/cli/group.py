@@ -136,6 +136,7 @@ class NiaGroup(click.Group):
         from nia_core.cli.logs import WarningCounter
 
         before = set(sys.modules)
+        started = helpcache.now()
         with WarningCounter() as warnings:
             dynamic = self._dynamic(ctx)
         names = static | set(dynamic)
@@ -146,7 +147,7 @@ class NiaGroup(click.Group):
             imported = (set(sys.modules) - before) | {
                 m for m in sys.modules if m.startswith(tuple(p + "." for p in plugins)) or m in plugins
             }
-            helpcache.write(app, list(entries.values()), imported)
+            helpcache.write(app, list(entries.values()), imported, started)
         return entries
 
     def make_parser(self, ctx: click.Context) -> Any:
