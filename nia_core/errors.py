@@ -17,6 +17,14 @@ def raised_at(exc: BaseException) -> tuple[str, int] | None:
     return (frames[-1].filename, frames[-1].lineno or 0) if frames else None
 
 
+def message_of(exc: BaseException | None) -> str:
+    """``str(exc)``, or what went wrong making it: a plugin's exception words itself with its own code."""
+    try:
+        return str(exc)
+    except Exception as failed:  # noqa: BLE001 - a report must never fail for its wording
+        return f"(its message raised {type(failed).__name__})"
+
+
 def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str], str] = str) -> str:
     """``Type: message`` on one line, for a report naming what failed; the one way nia words an exception.
 
@@ -27,11 +35,14 @@ def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str
     if isinstance(exc, SyntaxError) and where:
         place = f"{show_path(exc.filename)}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
         return f"syntax error at {place}: {exc.msg}"
-    if isinstance(exc, SystemExit):  # its "message" is an exit code: sys.exit(3) reads SystemExit(3)
-        text = f"SystemExit({exc.code!r})" if exc.code is not None else "SystemExit()"
-    else:
-        message = " ".join(str(exc).split())
-        text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    try:  # a plugin's exception words itself with its own code, which may raise
+        if isinstance(exc, SystemExit):  # its "message" is an exit code: sys.exit(3) reads SystemExit(3)
+            text = f"SystemExit({exc.code!r})" if exc.code is not None else "SystemExit()"
+        else:
+            message = " ".join(str(exc).split())
+            text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    except Exception as failed:  # noqa: BLE001 - a report must never fail for its wording
+        text = f"{type(exc).__name__} (its message raised {type(failed).__name__})"
     if not where:
         return text
     at = raised_at(exc)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from nia_core.cli.app import App
-from nia_core.errors import NiaError
+from nia_core.errors import NiaError, message_of
 from nia_core.stdio import protect
 
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
@@ -136,6 +136,7 @@ class NiaGroup(click.Group):
         from nia_core.cli.logs import WarningCounter
 
         before = set(sys.modules)
+        started = helpcache.now()
         with WarningCounter() as warnings:
             dynamic = self._dynamic(ctx)
         names = static | set(dynamic)
@@ -146,7 +147,7 @@ class NiaGroup(click.Group):
             imported = (set(sys.modules) - before) | {
                 m for m in sys.modules if m.startswith(tuple(p + "." for p in plugins)) or m in plugins
             }
-            helpcache.write(app, list(entries.values()), imported)
+            helpcache.write(app, list(entries.values()), imported, started)
         return entries
 
     def make_parser(self, ctx: click.Context) -> Any:
@@ -190,5 +191,5 @@ class NiaGroup(click.Group):
             if App.of(ctx).debug:
                 raise
             raise ReportedError(
-                f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)", 1
+                f"unexpected {type(exc).__name__}: {message_of(exc)} (run with --debug for the traceback)", 1
             ) from None

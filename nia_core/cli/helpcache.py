@@ -20,9 +20,12 @@ unchanged:
 
 A file is compared by its modification time, change time, size and inode.
 Rows are written only after a clean listing (no plugin failed or warned, no
-warning logged) with no input modified in the last two seconds (a change
-within the same clock tick could go unseen), and never read with ``--debug``,
-which is asked to show the loading, or ``NIA_NO_CACHE=1``.
+warning logged) with no input modified in the two seconds before the listing
+started (a change within the same clock tick could go unseen) nor changed
+while it ran (by its change time, which an edit that sets the modification
+time back still moves): the rows would come from the older content. They are
+never read with ``--debug``, which is asked to show the loading, or
+``NIA_NO_CACHE=1``.
 """
 
 from __future__ import annotations
@@ -239,8 +242,18 @@ def _module_files(names: Iterable[str]) -> list[str]:
     return files
 
 
-def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str]) -> None:
-    """Keep ``commands`` with everything they came from; a recent change anywhere means: not yet."""
+def now() -> int:
+    """The file-system clock's reading before a listing starts (for :func:`write`)."""
+    return time.time_ns()
+
+
+def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str], started: int | None = None) -> None:
+    """Keep ``commands`` with everything they came from; a recent change anywhere means: not yet.
+
+    ``started``: when the listing began (:func:`now`); an input changed since
+    may have changed after it was read, so its signature would vouch for rows
+    made from its older content.
+    """
     from nia_core.host import epcache, local_folders
     from nia_core.host.discovery import ENTRY_POINT_GROUP
 
@@ -257,8 +270,8 @@ def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str]) -> 
         *_module_files(imported),
     ]
     signatures = [[f, signature(f)] for f in dict.fromkeys(files)]
-    now = time.time_ns()
-    if any(s is not None and now - s[4] < RACY_NS for _f, s in signatures):
+    began = time.time_ns() if started is None else started
+    if any(s is not None and (s[4] >= began - RACY_NS or s[5] >= began) for _f, s in signatures):
         return
     data = {"key": key(app, cwd), "kinds": kinds, "files": signatures, "commands": commands}
     write_atomically(cache_path(cwd), json.dumps(data))

@@ -22,7 +22,7 @@ from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
 from nia_core.context.location import Location
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
-from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
+from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError, message_of
 from nia_core.records import record
 
 log = logging.getLogger("nia.registry")
@@ -278,7 +278,7 @@ class LocationContext:
                 problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
             elif outcome.status == "error":
                 exc = outcome.error
-                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {exc}", exc)
+                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {message_of(exc)}", exc)
             else:
                 accepted, problem = _check(contribution, outcome.value, owners)
                 if problem is None:

@@ -21,7 +21,7 @@ from nia_core.context.codec import canonical_json
 from nia_core.context.observe import Observation, max_source_bytes, observe, too_large
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
-from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError
+from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
 from nia_core.process import is_user_interrupt
 from nia_core.records import record
 from nia_core.stdio import PLUGIN_CODE
@@ -280,11 +280,11 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
         with PLUGIN_CODE:  # a renderer's prints go to stderr, never into nia's output
             text = fn(*args)
     except Exception as exc:
-        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {exc}") from exc
+        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}") from exc
     except BaseException as exc:  # SystemExit, a plugin's own KeyboardInterrupt...: a failure like any other
         if is_user_interrupt(exc):
             raise
-        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {exc}") from exc
+        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}") from exc
     if not isinstance(text, str):
         raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
     if not text.strip():

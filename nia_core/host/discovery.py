@@ -169,9 +169,11 @@ def register_imported(
     except ImportDeadline as exc:
         info.error = str(exc)
         return host.record(info)
+    except PluginRaised as exc:  # worded on the worker: the plugin's __str__ does not run here
+        info.error = f"failed to import: {exc.worded(shown_path)}"
+        return host.record(info)
     except Exception as exc:  # noqa: BLE001 - isolation: report and go on
-        original = exc.original if isinstance(exc, PluginRaised) else exc
-        info.error = f"failed to import: {one_line(original, show_path=shown_path)}"
+        info.error = f"failed to import: {one_line(exc, show_path=shown_path)}"
         return host.record(info)
     try:
         info.namespace = info.namespace or _namespace(plugin, info)

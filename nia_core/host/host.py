@@ -95,6 +95,8 @@ class _PluginManager(pluggy.PluginManager):
         value = vars(plugin).get(name)
         if isinstance(value, types.FunctionType):
             opts = getattr(value, "nia_impl", None)
+            if opts is None and "__func__" in value.__dict__:  # pluggy reads the marker of a __func__ too
+                return super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]
             return opts if isinstance(opts, dict) else None
         if isinstance(value, (staticmethod, classmethod, types.MethodType)):
             return super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]

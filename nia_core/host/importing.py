@@ -13,7 +13,9 @@ thread remains, after flushing its output, rather than wait for it.
 Whatever the import raises, ``BaseException`` subclasses included
 (``KeyboardInterrupt``, ``SystemExit``, a custom one), it is raised on the
 worker thread, so it can never be the user's Ctrl-C: it comes back to the
-caller as a :class:`PluginRaised` naming the original.
+caller as a :class:`PluginRaised` naming the original. Its message is worded
+on the worker too, under the same deadline: an exception's ``__str__`` is the
+plugin's code, and one that hangs or raises must not hang or crash the command.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from nia_core.errors import one_line
+from nia_core.errors import one_line, raised_at
 from nia_core.process import abandon
 
 IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
@@ -42,11 +44,28 @@ class ImportDeadline(Exception):
 
 
 class PluginRaised(Exception):
-    """A ``BaseException`` that is not an ``Exception`` (``SystemExit``, ``KeyboardInterrupt``, ...)."""
+    """What a plugin's import raised (any ``BaseException``), with its wording made on the worker thread."""
 
-    def __init__(self, original: BaseException) -> None:
-        super().__init__(describe(original))
+    def __init__(self, original: BaseException, text: str | None = None) -> None:
+        self.text = describe(original) if text is None else text
+        super().__init__(self.text)
         self.original = original
+
+    def worded(self, show_path: Callable[[str], str] = str) -> str:
+        """``Type: message (file:line)`` as :func:`one_line` words it, without running the plugin's code again."""
+        original = self.original
+        if type(original) in (SyntaxError, IndentationError, TabError):  # Python's own: its fields are plain
+            return one_line(original, show_path=show_path)
+        at = raised_at(original)
+        return self.text + (f" ({show_path(at[0])}:{at[1]})" if at else "")
+
+
+def _worded(exc: BaseException) -> str:
+    """:func:`describe` of what a plugin raised, run where it was raised; never raises."""
+    try:
+        return describe(exc)
+    except BaseException as failed:  # noqa: BLE001 - its __str__ is the plugin's code
+        return f"{type(exc).__name__} (its message raised {type(failed).__name__})"
 
 
 def describe(exc: BaseException) -> str:
@@ -97,6 +116,7 @@ class _Worker:
                 outcome["value"] = load()
             except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
                 outcome["error"] = exc
+                outcome["text"] = _worded(exc)  # the plugin's __str__, on this thread, under the deadline
             del load
             done.set()
 
@@ -127,8 +147,7 @@ def _give_back(worker: _Worker) -> None:
 def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
     """``load()`` on a worker thread; raises :class:`ImportDeadline` past ``deadline`` seconds.
 
-    An ``Exception`` from the import is raised again as is; any other
-    ``BaseException`` as :class:`PluginRaised`.
+    Whatever the import raised comes back as :class:`PluginRaised`, worded on the worker.
     """
     outcome: dict[str, Any] = {}
     done = threading.Event()
@@ -140,10 +159,7 @@ def import_plugin(load: Callable[[], Any], deadline: float) -> Any:
         raise ImportDeadline(deadline)
     _give_back(worker)
     if "error" in outcome:
-        error = outcome.pop("error")
-        if isinstance(error, Exception):
-            raise error
-        raise PluginRaised(error) from None
+        raise PluginRaised(outcome.pop("error"), outcome.pop("text", None)) from None
     return outcome.get("value")
 
 
@@ -187,6 +203,7 @@ class ImportAhead:
                 outcome["value"] = self._loads[index]()
             except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
                 outcome["error"] = exc
+                outcome["text"] = _worded(exc)  # the plugin's __str__, on this thread, under the deadline
             self._done[index].set()
 
     def take(self, index: int) -> Callable[[], Any]:
@@ -212,10 +229,7 @@ class ImportAhead:
         outcome = self._outcomes[index]
         self._outcomes[index] = {}
         if "error" in outcome:
-            error = outcome.pop("error")
-            if isinstance(error, Exception):
-                raise error
-            raise PluginRaised(error) from None
+            raise PluginRaised(outcome.pop("error"), outcome.pop("text", None)) from None
         return outcome.get("value")
 
     def close(self) -> None:

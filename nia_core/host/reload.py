@@ -717,7 +717,9 @@ def _exception_error(
     line: int | None = None
     if isinstance(exc, ImportDeadline):
         return ReloadError(name, f"{prefix}{exc}", None, None, kept)
-    if isinstance(exc, PluginRaised):
+    text: str | None = None
+    if isinstance(exc, PluginRaised):  # worded on the worker: the plugin's __str__ does not run here
+        text = exc.text
         exc = exc.original
     if isinstance(exc, SyntaxError):
         file, line = exc.filename, exc.lineno
@@ -728,7 +730,7 @@ def _exception_error(
         if inside or frames:
             frame = (inside or frames)[-1]
             file, line = frame.filename, frame.lineno
-        what = describe(exc)
+        what = describe(exc) if text is None else text
     return ReloadError(name, f"{_where(file, line, location)}{prefix}{what}", file, line, kept)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING
 
-from nia_core.errors import NiaError
+from nia_core.errors import NiaError, message_of
 from nia_core.hosts import hooklog
 from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
 from nia_core.hosts.output import SPILLED, fit, spilled_texts
@@ -77,7 +77,8 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
         _answer(adapter, hook, runtime, result)
     except Exception as exc:  # noqa: BLE001 - the host's turn must never fail because of nia
         entry.outcome = "failed"
-        entry.warnings.append(str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {exc}")
+        said = str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {message_of(exc)}"
+        entry.warnings.append(said)
     return result
 
 

@@ -137,3 +137,39 @@ def test_a_real_ctrl_c_still_stops_nia_while_a_plugin_imports(tmp_path):
             process.kill()
     assert code != 0
     assert "Aborted!" in process.stderr.read()
+
+
+HOSTILE_WORDING = {
+    "str-hangs": (
+        "class Slow(Exception):\n    def __str__(self):\n        while True:\n            pass\nraise Slow()\n"
+    ),
+    "base-repr-hangs": (
+        "class Slow(BaseException):\n    def __str__(self):\n        while True:\n            pass\nraise Slow()\n"
+    ),
+    "exit-code-repr-hangs": (
+        "import sys\nclass Code:\n    def __repr__(self):\n        while True:\n            pass\nsys.exit(Code())\n"
+    ),
+    "str-raises-itself": "class Loop(Exception):\n    def __str__(self):\n        raise Loop()\nraise Loop()\n",
+    "base-str-raises": (
+        "class Odd(BaseException):\n    def __str__(self):\n        raise ValueError('x')\nraise Odd()\n"
+    ),
+    "hook-str-raises": (
+        "from nia_core import hookimpl\n"
+        "class Loop(Exception):\n    def __str__(self):\n        raise Loop()\n"
+        "@hookimpl\ndef nia_context_sources(location):\n    raise Loop()\n"
+    ),
+}
+
+
+def test_an_exception_whose_message_hangs_or_raises_is_still_one_named_line(tmp_path):
+    """The message of what a plugin raised is the plugin's own code: it is worded under the import deadline."""
+    root = project(tmp_path, {**HOSTILE_WORDING, "good": GOOD})
+    shown = nia(root, "context", "show", env=FAST)
+    assert shown.returncode == 0, shown.stderr
+    assert "Good plugin says fine" in shown.stdout
+    assert "Traceback" not in shown.stderr
+    for name in ("str-hangs", "base-repr-hangs", "exit-code-repr-hangs"):
+        assert f"Warning: plugin '{name}': import did not finish in 1 s" in shown.stderr
+    assert "plugin 'str-raises-itself': failed to import: Loop (its message raised Loop) (" in shown.stderr
+    assert "plugin 'base-str-raises': failed to import: Odd (its message raised ValueError) (" in shown.stderr
+    assert "plugin 'hook-str-raises'" in shown.stderr and "Loop (its message raised Loop)" in shown.stderr

@@ -32,6 +32,16 @@ def _module() -> types.ModuleType:
 
     odd.nia_impl = "not a dict"  # type: ignore[attr-defined]
 
+    def carrier(location):  # unmarked, but its __func__ is marked: pluggy registers it
+        return []
+
+    carrier.__func__ = sources  # type: ignore[attr-defined]
+
+    def blank(location):  # marked with empty options: registered under its own name
+        return None
+
+    blank.nia_impl = {}  # type: ignore[attr-defined]
+
     class Holder:
         @staticmethod
         @hookimpl
@@ -43,6 +53,8 @@ def _module() -> types.ModuleType:
 
     for value in (sources, nia_register_commands, nia_summarize, odd, __getattr__):
         setattr(module, value.__name__, value)
+    module.nia_providers = carrier  # type: ignore[attr-defined]
+    module.nia_location_opened = blank  # type: ignore[attr-defined]
     module.static = vars(Holder)["nia_providers"]  # type: ignore[attr-defined]
     module.bound = Holder().nia_providers  # type: ignore[attr-defined]
     module.text = "nia_context_sources"  # type: ignore[attr-defined]
@@ -65,7 +77,10 @@ def test_a_module_plugin_registers_the_same_hooks_as_with_pluggy_alone():
     found = []
     for manager in (PluginHost().pm, pluggy.PluginManager("nia")):
         manager.register(module, name="acme")
-        found.append(sorted(caller.name for caller in manager.get_hookcallers(module) or []))
+        callers = manager.get_hookcallers(module) or []
+        found.append(sorted((c.name, i.function.__name__) for c in callers for i in c.get_hookimpls()))
     assert found[0] == found[1]
-    assert "nia_context_sources" in found[0] and "nia_register_commands" in found[0]  # renamed, marked
-    assert "nia_summarize" not in found[0]  # unmarked
+    hooks = {name for name, _ in found[0]}
+    assert "nia_context_sources" in hooks and "nia_register_commands" in hooks  # renamed, marked
+    assert ("nia_context_sources", "carrier") in found[0]  # marked through its __func__, as pluggy does
+    assert "nia_summarize" not in hooks  # unmarked

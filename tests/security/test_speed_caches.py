@@ -233,3 +233,39 @@ def test_a_spill_file_linked_to_a_fifo_or_outside_is_not_read(target, project, t
     assert done.returncode == 0, done.stderr
     assert "ACME-RULE changed: two (was one)" in done.stdout  # re-sent: the outside file proves nothing
     assert "Traceback" not in done.stderr
+
+
+EDITS_ITS_HELPER = """\
+import os, time
+import click
+from nia_core import hookimpl
+from nia_local_plugins.shelf.texts import HELP
+
+here = os.path.join(os.path.dirname(__file__), "texts.py")
+with open(here, "w") as out:  # an edit while the listing runs, its time set back (as tar or rsync -t do)
+    out.write('HELP = "Take things off the shelf."\\n')
+past = time.time() - 3600
+os.utime(here, (past, past))
+
+@hookimpl
+def nia_register_commands(cli):
+    @cli.command(help=HELP)
+    def shelve():
+        click.echo("shelved")
+"""
+
+
+def test_a_plugin_input_changed_while_help_lists_it_is_not_cached_with_its_new_signature(tmp_path):
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    package = root / ".nia" / "plugins" / "shelf"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(EDITS_ITS_HELPER)
+    (package / "texts.py").write_text('HELP = "Put things on the shelf."\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    env["NIA_CACHE_DIR"] = str(tmp_path / "cache")
+    _age(root)
+    first = _help(root, env)
+    assert "Put things on the shelf." in first.stdout  # listed from the content read before the edit
+    again = _help(root, env)  # nothing changed since: a cache written by the first run would be stale
+    assert "Take things off the shelf." in again.stdout
