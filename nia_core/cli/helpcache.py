@@ -233,7 +233,10 @@ def _module_files(names: Iterable[str]) -> list[str]:
     files = []
     for name in names:
         module = sys.modules.get(name)
-        path = getattr(module, "__file__", None)
+        try:
+            path = vars(module).get("__file__")  # statically: a module's __getattr__ is the plugin's code
+        except TypeError:  # not a module (sys.modules may hold any object)
+            continue
         if not isinstance(path, str):
             continue
         real = os.path.realpath(path)

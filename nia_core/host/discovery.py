@@ -10,6 +10,7 @@ import importlib
 import logging
 import os
 import time
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import field
 from pathlib import Path
@@ -90,9 +91,21 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+def _attribute(plugin: object, name: str) -> Any:
+    """``plugin.NAME`` looked up statically, as pluggy looks up hooks: no module ``__getattr__``, no property.
+
+    It runs on the caller's thread after the import deadline, so it must not run the plugin's code.
+    """
+    if type(plugin) is types.ModuleType:
+        return vars(plugin).get(name)
+    import inspect
+
+    return inspect.getattr_static(plugin, name, None)
+
+
 def _namespace(plugin: object, info: PluginInfo) -> str | None:
     """The plugin's declared ``NIA_NAMESPACE``; raises ``ValueError`` when it cannot be one."""
-    namespace = getattr(plugin, "NIA_NAMESPACE", None)
+    namespace = _attribute(plugin, "NIA_NAMESPACE")
     if namespace is None:
         return None
     if not isinstance(namespace, str):
@@ -129,10 +142,7 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
             continue
         if attr not in hooks and not _close_to_a_hook(attr, hooks):
             continue
-        try:
-            value = getattr(plugin, attr)
-        except Exception:  # noqa: BLE001 - a plugin object's property may raise
-            continue
+        value = _attribute(plugin, attr)
         if callable(value) and host.pm.parse_hookimpl_opts(plugin, attr) is None:
             found.append(attr)
     return sorted(found, key=lambda name: (name not in hooks, name))
@@ -180,7 +190,7 @@ def register_imported(
     except ValueError as exc:
         info.error = str(exc)
         return host.record(info)
-    info.version = info.version or getattr(plugin, "__version__", None)
+    info.version = info.version or _attribute(plugin, "__version__")
     registered = host.register(plugin, info, priority=priority)
     if log.isEnabledFor(logging.DEBUG):
         where = info.path or info.distribution or info.module or info.origin

@@ -173,3 +173,24 @@ def test_an_exception_whose_message_hangs_or_raises_is_still_one_named_line(tmp_
     assert "plugin 'str-raises-itself': failed to import: Loop (its message raised Loop) (" in shown.stderr
     assert "plugin 'base-str-raises': failed to import: Odd (its message raised ValueError) (" in shown.stderr
     assert "plugin 'hook-str-raises'" in shown.stderr and "Loop (its message raised Loop)" in shown.stderr
+
+
+LAZY_MODULE = """\
+from nia_core import ContextSource, hookimpl
+
+def __getattr__(name):  # a lazy module: an unknown attribute loads something slow (here: forever)
+    while True:
+        pass
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource("lazy/a", lambda: "Lazy plugin says fine", str)]
+"""
+
+
+def test_a_lazy_module_getattr_is_never_run_by_nia(tmp_path):
+    """After its import, nia reads a plugin module's attributes statically, as pluggy does: no deadline is needed."""
+    root = project(tmp_path, {"lazy": LAZY_MODULE, "good": GOOD})
+    shown = nia(root, "context", "show", env=FAST, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert "Lazy plugin says fine" in shown.stdout and "Good plugin says fine" in shown.stdout
