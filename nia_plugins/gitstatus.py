@@ -19,7 +19,6 @@ hook, filter drivers, hooks, fetches from a promisor remote).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 import threading
 import time
@@ -27,11 +26,12 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache
+from nia_core.lazylog import lazy_logger
 from nia_core.records import record
 
 KEY = "nia/git"
 
-log = logging.getLogger("nia.plugins.git")
+log = lazy_logger("nia.plugins.git")
 _files = StatCache()
 
 # -- settings -----------------------------------------------------------------------------

@@ -11,7 +11,6 @@ contribution order, so the rendered context is deterministic.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
@@ -23,9 +22,10 @@ from nia_core.context.location import Location
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError, message_of
+from nia_core.lazylog import lazy_logger
 from nia_core.records import record
 
-log = logging.getLogger("nia.registry")
+log = lazy_logger("nia.registry")
 
 Producer = Callable[[Location], Any]
 ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]

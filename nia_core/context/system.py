@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,6 +21,7 @@ from nia_core.context.observe import Observation, max_source_bytes, observe, too
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
+from nia_core.lazylog import lazy_logger
 from nia_core.process import is_user_interrupt
 from nia_core.records import record
 from nia_core.stdio import PLUGIN_CODE
@@ -31,7 +31,7 @@ SEPARATOR = "\n\n"
 
 RenderErrorHandler = Callable[[RenderError], None]
 UnavailableHandler = Callable[[Observation], None]
-log = logging.getLogger("nia.context")
+log = lazy_logger("nia.context")
 
 
 class SystemContext:

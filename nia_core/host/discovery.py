@@ -7,7 +7,6 @@ reported and skipped while the rest load (``strict`` makes it an error).
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import time
 import types
@@ -24,11 +23,12 @@ from nia_core.host.epcache import EntryPointRecord
 from nia_core.host.host import PluginError, PluginHost, static_names
 from nia_core.host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
 from nia_core.host.plugin import PluginInfo
+from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.project.paths import shown_path
 from nia_core.records import record
 
 ENTRY_POINT_GROUP = "nia"
-log = logging.getLogger("nia.host")
+log = lazy_logger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
@@ -192,7 +192,7 @@ def register_imported(
         return host.record(info)
     info.version = info.version or _attribute(plugin, "__version__")
     registered = host.register(plugin, info, priority=priority)
-    if log.isEnabledFor(logging.DEBUG):
+    if log.isEnabledFor(DEBUG):
         where = info.path or info.distribution or info.module or info.origin
         elapsed = (time.monotonic() - started) * 1000
         log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
-import logging
 import os
 import re
 import sys
@@ -27,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
+from nia_core.lazylog import lazy_logger
 from nia_core.records import record
 
-log = logging.getLogger("nia.host")
+log = lazy_logger("nia.host")
 
 CACHE_FORMAT = 2
 RACY_NS = 2_000_000_000
@@ -78,10 +78,39 @@ def cache_dir() -> Path:
     return Path(cache_folder())
 
 
+KEEP = 8
+"""Cache files kept per interpreter and group (one per ``sys.path`` seen); the oldest beyond go."""
+
+
+def _prefix(group: str) -> str:
+    identity = "\0".join((sys.prefix, sys.executable, group))
+    return f"entry-points-{digest(identity)}-"
+
+
 def cache_file(group: str) -> Path:
-    """One file per interpreter and group: another venv never reads this one's answer."""
-    identity = f"{sys.prefix}\0{sys.executable}\0{group}"
-    return cache_dir() / f"entry-points-{digest(identity)}.json"
+    """One file per interpreter, group and ``sys.path``.
+
+    Another venv never reads this one's answer, and two processes of one
+    interpreter with different ``sys.path`` (``python -c`` and the console
+    script, a hook's ``PYTHONPATH`` and a shell) each keep their own file
+    instead of evicting each other's at every run.
+    """
+    return cache_dir() / f"{_prefix(group)}{digest(chr(0).join(sys.path))}.json"
+
+
+def _prune(group: str, keep: int = KEEP) -> None:
+    """Remove this interpreter's oldest cache files of ``group`` beyond ``keep``: the folder stays bounded."""
+    folder, prefix = cache_folder(), _prefix(group)
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
+    except OSError:
+        return
+    if len(names) <= keep:
+        return
+    dated = sorted(names, key=lambda n: _mtime(os.path.join(folder, n)) or 0, reverse=True)
+    for name in dated[keep:]:
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, name))
 
 
 def _mtime(path: str) -> int | None:
@@ -171,10 +200,12 @@ def _read(path: Path, key: list[Any]) -> list[EntryPointRecord] | None:
         return None
 
 
-def _write(path: Path, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
+def _write(path: Path, group: str, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
     data = {"key": key, "files": watched_files(records), "entry_points": [asdict(r) for r in records]}
     if not write_atomically(path, json.dumps(data)):
         log.debug("entry-point cache not written to %s", path)
+        return
+    _prune(group)
 
 
 def scan(group: str) -> list[EntryPointRecord]:
@@ -186,9 +217,10 @@ def scan(group: str) -> list[EntryPointRecord]:
     cached = _read(path, key)
     if cached is not None:
         return cached
+    log.debug("entry points: scanned, no cache valid for this sys.path (%s)", path.name)
     records = scan_uncached(group)
     if not _racy(key):
-        _write(path, key, records)
+        _write(path, group, key, records)
     return records
 
 
@@ -198,6 +230,7 @@ def _racy(key: list[Any]) -> bool:
 
 
 def forget(group: str) -> None:
-    """Drop the cached scan (after ``nia plugins install``, say)."""
+    """Drop this interpreter's cached scans of ``group``, every ``sys.path``'s (after ``nia plugins install``)."""
+    _prune(group, keep=0)
     with contextlib.suppress(OSError):
         cache_file(group).unlink()

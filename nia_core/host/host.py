@@ -9,7 +9,6 @@ name and left out; the host and the other plugins keep running.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 import threading
 import types
@@ -26,11 +25,12 @@ from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError, one_line, raised_at
 from nia_core.host.importing import import_deadline
 from nia_core.host.plugin import HookProblem, Origin, PluginInfo
+from nia_core.lazylog import lazy_logger
 from nia_core.process import is_user_interrupt
 from nia_core.project.config import project_tables
 from nia_core.stdio import PLUGIN_CODE
 
-log = logging.getLogger("nia.host")
+log = lazy_logger("nia.host")
 
 
 class PluginError(NiaError):

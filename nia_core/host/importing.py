@@ -20,7 +20,6 @@ plugin's code, and one that hangs or raises must not hang or crash the command.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -28,11 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nia_core.errors import one_line, raised_at
+from nia_core.lazylog import lazy_logger
 from nia_core.process import abandon
 
 IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT = 5.0
-log = logging.getLogger("nia.host")
+log = lazy_logger("nia.host")
 
 
 class ImportDeadline(Exception):

@@ -309,9 +309,21 @@ def answer(host: str, runtime: Runtime) -> None:
 
 def main(host: str) -> int:
     """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
-    import logging
-
+    from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
+
+    if os.environ.get("NIA_DEBUG") == "1":
+        _log_to_stderr()
+    else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
+        when_imported(_log_to_stderr)
+    answer(host, Runtime())
+    _leave_stray_threads()
+    return 0
+
+
+def _log_to_stderr() -> None:
+    """Records of ``nia.*`` go to stderr as ``nia: message`` (debug ones too under ``NIA_DEBUG=1``)."""
+    import logging
 
     logger = logging.getLogger("nia")
     if not logger.handlers:
@@ -320,9 +332,6 @@ def main(host: str) -> int:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-    answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
 
 
 def _leave_stray_threads() -> None:

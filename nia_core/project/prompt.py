@@ -14,7 +14,6 @@ starts with ``---``, so the baseline reads as the reference shows.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -23,12 +22,13 @@ from typing import Any
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
 from nia_core.context.source import Constant
 from nia_core.files import Content, Refused
+from nia_core.lazylog import lazy_logger
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
 from nia_core.project.paths import escape_name
 from nia_core.records import record
 
-log = logging.getLogger("nia.project")
+log = lazy_logger("nia.project")
 
 SEPARATOR = "---\n\n"
 

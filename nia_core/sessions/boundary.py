@@ -21,10 +21,10 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 
 from nia_core.context import LOADER_TIMEOUT
+from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.records import record
 from nia_core.sessions.epochs import (
@@ -43,7 +43,7 @@ from nia_core.sessions.projection import awaits_reply, build_request, unsettled_
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import SessionState, SessionView, Store
 
-log = logging.getLogger("nia.sessions")
+log = lazy_logger("nia.sessions")
 
 
 @record(frozen=True)
@@ -134,7 +134,7 @@ def _pass(
         state = view.state
         if state.epoch is None:
             continue
-        if log.isEnabledFor(logging.DEBUG):
+        if log.isEnabledFor(DEBUG):
             log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
         return _Passed(state, history, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover

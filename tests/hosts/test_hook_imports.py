@@ -78,6 +78,9 @@ NEVER = {
     "platform",
 }
 
+LOGGING = {"logging", "traceback", "string"}
+"""Imported when something is logged (nia_core.lazylog): an unchanged or changed prompt that logs nothing never is."""
+
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
@@ -90,15 +93,25 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def run_hook(project: Path, probe: Path, event: str, source: str = "") -> set[str]:
+def hook_process(project: Path, probe: Path, event: str, source: str = "", **env: str) -> subprocess.CompletedProcess:
     payload = {"session_id": "imports", "cwd": str(project), "hook_event_name": event, "prompt": "go on"}
     if source:
         payload["source"] = source
     done = subprocess.run(
-        [sys.executable, str(probe)], input=json.dumps(payload), capture_output=True, text=True, cwd=project, timeout=60
+        [sys.executable, str(probe)],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        cwd=project,
+        timeout=60,
+        env={**os.environ, **env},
     )
     assert done.returncode == 0, done.stderr
-    return set(done.stderr.rsplit("MODULES ", 1)[1].split())
+    return done
+
+
+def run_hook(project: Path, probe: Path, event: str, source: str = "") -> set[str]:
+    return set(hook_process(project, probe, event, source).stderr.rsplit("MODULES ", 1)[1].split())
 
 
 @pytest.fixture
@@ -117,10 +130,10 @@ def test_an_unchanged_and_a_changed_prompt_import_only_the_hooks_path(project, p
     run_hook(project, probe, "SessionStart", "startup")  # the session exists, the entry-point cache is written
     unchanged = run_hook(project, probe, "UserPromptSubmit")
     assert "nia_core.hosts.door" in unchanged and "nia_core.sessions.sqlite" in unchanged
-    assert (unchanged & NEVER) - bare == set()
+    assert (unchanged & (NEVER | LOGGING)) - bare == set()
     (project / "rule.txt").write_text("rule 1\n")
     changed = run_hook(project, probe, "UserPromptSubmit")
-    assert (changed & NEVER) - bare == set()
+    assert (changed & (NEVER | LOGGING)) - bare == set()
 
 
 def test_a_configured_time_zone_and_a_project_toml_still_work(project, probe):
@@ -128,3 +141,40 @@ def test_a_configured_time_zone_and_a_project_toml_still_work(project, probe):
     (project / ".nia" / "project.toml").write_text('[plugins.nia-date]\ntimezone = "Pacific/Kiritimati"\n')
     modules = run_hook(project, probe, "SessionStart", "startup")
     assert {"zoneinfo", "tomllib"} <= modules
+
+
+def test_a_plugins_own_logging_warning_still_reaches_stderr_with_the_nia_prefix(project, probe):
+    """The door's handler is installed when anyone imports logging, not only nia's lazy loggers."""
+    (project / ".nia" / "plugins" / "loud.py").write_text(
+        "import logging\n"
+        "logging.getLogger('nia.plugins.loud').warning('LOUD WARNING')\n"
+        "logging.getLogger('nia.plugins.loud').debug('LOUD DEBUG')\n"
+    )
+    err = hook_process(project, probe, "SessionStart", "startup").stderr
+    assert "nia: LOUD WARNING" in err.splitlines() and "LOUD DEBUG" not in err
+    err = hook_process(project, probe, "UserPromptSubmit", NIA_DEBUG="1").stderr
+    assert "nia: LOUD WARNING" in err.splitlines() and "nia: LOUD DEBUG" in err.splitlines()
+
+
+def test_nia_debug_shows_the_debug_lines_of_lazy_loggers(project, probe):
+    hook_process(project, probe, "SessionStart", "startup")
+    done = hook_process(project, probe, "UserPromptSubmit", NIA_DEBUG="1")
+    assert any(line.startswith("nia: entry points: ") for line in done.stderr.splitlines()), done.stderr
+    assert "logging" in done.stderr.rsplit("MODULES ", 1)[1].split()
+
+
+def test_two_sys_paths_of_one_interpreter_do_not_evict_each_others_entry_point_cache(project, probe, tmp_path):
+    """A hook with PYTHONPATH and one without alternate: each scans installed plugins once, then reads its cache."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    past = time.time() - 3600
+    os.utime(extra, (past, past))
+    variants: list[dict[str, str]] = [{}, {"PYTHONPATH": str(extra)}]
+    scanned = []
+    for _round in range(3):
+        for variant in variants:
+            err = hook_process(project, probe, "UserPromptSubmit", NIA_DEBUG="1", **variant).stderr
+            scanned.append(any(line.startswith("nia: entry points: scanned") for line in err.splitlines()))
+    assert scanned == [True, True, False, False, False, False]
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "nia"
+    assert len(list(cache.glob("entry-points-*.json"))) == 2

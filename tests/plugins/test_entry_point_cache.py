@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import pytest
@@ -142,3 +143,41 @@ def test_an_editable_install_is_told_by_the_scan_and_an_edit_of_direct_url_json_
     (info / "direct_url.json").write_text('{"url": "file:///src/dev-one", "dir_info": {}}')
     assert {r.name: r.editable for r in entry_point_records() if r.name == "dev-one"} == {"dev-one": False}
     assert len(scans) == 2
+
+
+def test_each_sys_path_keeps_its_own_cache_file(site, scans, monkeypatch, tmp_path):
+    """Two sys.path variants of one interpreter (a hook's PYTHONPATH, a shell) alternate without rescanning."""
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    settle(extra)
+    settle(site.root)
+    plain = list(sys.path)
+    variants = [plain, [str(extra), *plain]]
+    files = set()
+    for _round in range(3):
+        for variant in variants:
+            monkeypatch.setattr("sys.path", variant)
+            names()
+            files.add(epcache.cache_file("nia"))
+    assert len(scans) == 2  # each variant scanned once, on its first run
+    assert len(files) == 2 and all(f.is_file() for f in files)
+
+
+def test_the_cache_keeps_at_most_eight_files_per_interpreter(site, scans, monkeypatch, tmp_path):
+    settle(site.root)
+    plain = list(sys.path)
+    for i in range(epcache.KEEP + 4):
+        folder = tmp_path / f"p{i}"
+        folder.mkdir()
+        settle(folder)
+        monkeypatch.setattr("sys.path", [str(folder), *plain])
+        names()
+        newest = epcache.cache_file("nia")
+        past = PAST + i  # written in this order: the oldest go first
+        os.utime(newest, (past, past))
+    kept = sorted(epcache.cache_dir().glob("entry-points-*.json"))
+    assert len(kept) == epcache.KEEP and newest in kept
+    assert len(scans) == epcache.KEEP + 4
+
+    epcache.forget("nia")
+    assert not list(epcache.cache_dir().glob("entry-points-*.json"))
