@@ -20,7 +20,7 @@ from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.host import epcache
 from nia_core.host.epcache import EntryPointRecord
-from nia_core.host.host import PluginError, PluginHost
+from nia_core.host.host import PluginError, PluginHost, static_names
 from nia_core.host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
 from nia_core.host.plugin import PluginInfo
 from nia_core.lazylog import DEBUG, lazy_logger
@@ -137,7 +137,7 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
     """Functions named like a nia hook (or nearly) that lack ``@hookimpl``: pluggy ignores them silently."""
     hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
     found = []
-    for attr in dir(plugin):
+    for attr in static_names(plugin):
         if not attr.startswith("nia_") or attr in ("nia_impl",):
             continue
         if attr not in hooks and not _close_to_a_hook(attr, hooks):

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
+from pluggy._hooks import HookCaller, HookImpl, normalize_hookimpl_opts
+from pluggy._manager import _static_hook_attr
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
@@ -63,7 +65,7 @@ wrapper nothing to wrap; it is refused at registration instead of failing at the
 
 def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
     """``@hookimpl(wrapper=True)`` on a nia hook, said at registration: pluggy would accept it."""
-    for attribute in dir(plugin):
+    for attribute in static_names(plugin):
         if not attribute.startswith("nia_") or attribute in WRAPPABLE_HOOKS:
             continue
         try:
@@ -79,15 +81,128 @@ def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
     return None
 
 
-class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, finding the hook implementations of a module plugin the quick way.
+def static_names(plugin: object) -> list[str]:
+    """The names ``dir(plugin)`` lists for an ordinary plugin, found without running any of its code.
 
-    pluggy looks at every name in ``dir(plugin)`` with :func:`inspect.getattr_static`
-    (so that no property runs), several microseconds a name: a start with twenty
+    ``dir()`` calls the plugin's ``__dir__`` (a module may define one at module
+    level; an object's class may too): one that never returns would freeze the
+    command after the import deadline, where nothing bounds it, and one that
+    raises or returns nonsense would crash it. For a module these are the keys
+    of its ``__dict__``; for an object, those of its own ``__dict__`` and of
+    every class in its MRO (what ``object.__dir__`` lists); for a class, those of
+    every class in its MRO. Read through the types' own descriptors, so no
+    ``__dir__``, ``__getattr__`` or ``__getattribute__`` of the plugin's (or of
+    its metaclass) runs. Only plain ``str`` names count: any other key could
+    not name a hook anyway.
+    """
+    if type(plugin) is types.ModuleType:
+        spaces: list[Any] = [vars(plugin)]  # the module type's own descriptor: no module __getattr__ runs
+    else:
+        klass = plugin if issubclass(type(plugin), type) else type(plugin)
+        spaces = [] if klass is plugin else [_instance_dict(plugin)]
+        spaces.extend(_CLASS_DICT(base) for base in _CLASS_MRO(klass))
+    names: set[str] = set()
+    for space in spaces:
+        names.update(key for key in list(space) if type(key) is str)
+    return sorted(names)
+
+
+_CLASS_DICT = type.__dict__["__dict__"].__get__
+_CLASS_MRO = type.__dict__["__mro__"].__get__
+
+
+def _instance_dict(plugin: object) -> dict[str, Any]:
+    """An object's own ``__dict__``, as pluggy reads it (``object.__getattribute__``), or ``{}``."""
+    try:
+        space = object.__getattribute__(plugin, "__dict__")
+    except Exception:  # noqa: BLE001 - a class's own __dict__ property: no names from there
+        return {}
+    return space if type(space) is dict else {}
+
+
+class _PluginManager(pluggy.PluginManager):
+    """pluggy's manager, registering a plugin without running the plugin's own code.
+
+    ``register`` is pluggy's, except that the names it looks at come from
+    :func:`static_names` instead of ``dir(plugin)``: for every ordinary plugin
+    the same names, so the same hooks; for a plugin with a ``__dir__`` that
+    hangs or raises, its hooks as its ``__dict__`` holds them, and no hang.
+    ``get_name`` and ``unregister`` compare plugins by identity (pluggy uses
+    ``==``, which runs an object plugin's ``__eq__``). They use pluggy's
+    private parts (``HookImpl``, ``_static_hook_attr``, ``_name2plugin``); the
+    tests in ``tests/host/test_hookimpl_lookup.py`` compare every registration
+    with pluggy's own, so a pluggy release that moves them is caught there.
+
+    It also finds the hook implementations of a module plugin the quick way.
+    pluggy looks at every name with :func:`inspect.getattr_static` (so that no
+    property runs), several microseconds a name: a start with twenty
     installed plugins pays for some five hundred. For a plain module, what that
     finds for a name the module type does not define is the module's own
     ``__dict__`` entry, so it is read from there; everything else goes through pluggy.
     """
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        if plugin is None:
+            return None
+        plugin_name = name or self.get_canonical_name(plugin)
+        if plugin_name in self._name2plugin:
+            if self._name2plugin.get(plugin_name, -1) is None:
+                return None  # blocked
+            raise ValueError(f"Plugin name already registered: {plugin_name}")
+        if any(known is plugin for known in self._name2plugin.values()):
+            raise ValueError(f"Plugin already registered under a different name: {plugin_name}")
+        hookimpls: list[tuple[str, HookImpl, bool]] = []
+        for attr_name in static_names(plugin):  # pluggy: dir(plugin), which runs the plugin's __dir__
+            opts = self.parse_hookimpl_opts(plugin, attr_name)
+            if opts is None:
+                continue
+            normalize_hookimpl_opts(opts)
+            found = _static_hook_attr(plugin, attr_name)
+            if found is None:  # parse_hookimpl_opts claims only what pluggy can bind
+                continue
+            hookimpl = HookImpl(plugin, plugin_name, found[1], opts)
+            hook_name = opts.get("specname") or attr_name
+            hook: HookCaller | None = getattr(self.hook, hook_name, None)
+            verified = False
+            if hook is not None and hook.has_spec():
+                self._verify_hook(hook, hookimpl)
+                verified = True
+            hookimpls.append((hook_name, hookimpl, verified))
+        self._name2plugin[plugin_name] = plugin
+        for hook_name, hookimpl, verified in hookimpls:
+            hook = getattr(self.hook, hook_name, None)
+            if hook is None:
+                hook = HookCaller(hook_name, self._hookexec)
+                setattr(self.hook, hook_name, hook)
+            elif not verified and hook.has_spec():
+                self._verify_hook(hook, hookimpl)
+            hook._maybe_apply_history(hookimpl)
+            hook._add_hookimpl(hookimpl)
+        return plugin_name
+
+    def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
+        """pluggy's, comparing plugins by identity (pluggy's ``!=`` runs an object plugin's ``__eq__``)."""
+        if name is None:
+            name = self.get_name(plugin)
+            if name is None:
+                raise ValueError("plugin is not registered")
+        found = self._name2plugin.get(name)
+        if found is None:  # unknown, or blocked
+            return None
+        if plugin is not None and plugin is not found:
+            raise ValueError(f"plugin name {name!r} is registered to another plugin")
+        for caller in list(vars(self.hook).values()):
+            impls = caller._hookimpls
+            if any(impl.plugin is found for impl in impls):
+                impls[:] = [impl for impl in impls if impl.plugin is not found]
+        del self._name2plugin[name]
+        return found
+
+    def get_name(self, plugin: Any) -> str | None:
+        for name, known in self._name2plugin.items():
+            if known is plugin:
+                return name
+        return None
 
     def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
         if type(plugin) is not types.ModuleType or name in _MODULE_TYPE_NAMES:

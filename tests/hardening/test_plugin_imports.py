@@ -3,6 +3,8 @@ and whatever it raises is reported by name, while a real Ctrl-C still stops nia.
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import time
@@ -194,3 +196,126 @@ def test_a_lazy_module_getattr_is_never_run_by_nia(tmp_path):
     shown = nia(root, "context", "show", env=FAST, timeout=30)
     assert shown.returncode == 0, shown.stderr
     assert "Lazy plugin says fine" in shown.stdout and "Good plugin says fine" in shown.stdout
+
+
+DIR_HANGS = """\
+from nia_core import ContextSource, hookimpl
+
+def __dir__():  # dir(module) runs it: pluggy's own register calls dir(plugin)
+    while True:
+        pass
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource("dir-hangs/a", lambda: "Dir-hangs plugin says fine", str)]
+"""
+
+DIR_RAISES = """\
+from nia_core import ContextSource, hookimpl
+
+class Loop(Exception):
+    def __str__(self):
+        while True:
+            pass
+
+def __dir__():
+    raise Loop()
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource("dir-raises/a", lambda: "Dir-raises plugin says fine", str)]
+"""
+
+DIR_NONSENSE = """\
+from nia_core import ContextSource, hookimpl
+
+def __dir__():
+    return [1, object(), None]
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource("dir-nonsense/a", lambda: "Dir-nonsense plugin says fine", str)]
+"""
+
+DIR_PLUGINS = {"dir-hangs": DIR_HANGS, "dir-raises": DIR_RAISES, "dir-nonsense": DIR_NONSENSE, "good": GOOD}
+
+
+def _registered_from_their_dict(text: str) -> None:
+    for name in ("Dir-hangs", "Dir-raises", "Dir-nonsense", "Good"):
+        assert f"{name} plugin says fine" in text, name
+
+
+def test_a_module_dir_that_hangs_raises_or_lies_is_never_run_by_nia(tmp_path):
+    """pluggy's register lists a plugin with ``dir()``; nia lists it from its ``__dict__``: its hooks, no hang."""
+    root = project(tmp_path, DIR_PLUGINS)
+    shown = nia(root, "context", "show", env=FAST)
+    assert shown.returncode == 0, shown.stderr
+    _registered_from_their_dict(shown.stdout)
+    assert "Be brief." in shown.stdout
+    assert "Traceback" not in shown.stderr and "Warning" not in shown.stderr
+
+    listed = nia(root, "plugins", "list", env=FAST)
+    assert listed.returncode == 0, listed.stderr
+    for name in ("dir-hangs", "dir-raises", "dir-nonsense"):
+        assert f"{name} (no version) [local file" in listed.stdout
+    assert listed.stdout.count("hooks: nia_context_sources") == 4
+    assert "Traceback" not in listed.stderr
+
+
+def test_the_agent_hook_with_a_hostile_module_dir_exits_0_with_the_context(tmp_path):
+    root = project(tmp_path, DIR_PLUGINS)
+    payload = json.dumps(
+        {"session_id": "s-dir", "cwd": str(root), "hook_event_name": "SessionStart", "source": "startup"}
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
+    environment.update(FAST)
+    done = subprocess.run(
+        [*NIA, "hook", "claude-code"], input=payload, cwd=root, env=environment,
+        capture_output=True, text=True, timeout=LIMIT,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    _registered_from_their_dict(context)
+    assert f"Project root: {root}" in context
+    assert "Traceback" not in done.stderr and "gave up" not in done.stderr
+
+
+OBJECT_PLUGIN = """\
+from nia_core import ContextSource, hookimpl
+
+class Hostile:
+    def __dir__(self):
+        while True:
+            pass
+
+    def __eq__(self, other):
+        while True:
+            pass
+
+    __hash__ = object.__hash__
+
+    @hookimpl
+    def nia_context_sources(self, location):
+        return [ContextSource("obj/a", lambda: "Object plugin says fine", str)]
+
+plugin = Hostile()
+"""
+
+
+def test_an_object_plugin_whose_dir_or_eq_hangs_registers_from_its_class(tmp_path):
+    """An entry point may name an object: its class's ``__dir__`` and ``__eq__`` never run either."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "acme_obj.py").write_text(OBJECT_PLUGIN)
+    info = site / "acme_obj-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-obj\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[nia]\nacme-obj = acme_obj:plugin\n")
+    root = project(tmp_path, {"good": GOOD})
+    env = {**FAST, "PYTHONPATH": str(site)}
+    shown = nia(root, "context", "show", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "Object plugin says fine" in shown.stdout and "Good plugin says fine" in shown.stdout
+    assert "Traceback" not in shown.stderr
+    listed = nia(root, "plugins", "list", env=env)
+    assert listed.returncode == 0 and "acme-obj 1.0" in listed.stdout, listed.stdout + listed.stderr

@@ -9,8 +9,10 @@ import pytest
 
 import nia_plugins.git
 import nia_plugins.instructions
-from nia_core import hookimpl
-from nia_core.host.host import PluginHost
+from nia_core import hookimpl, hookspecs
+from nia_core.host.discovery import register_imported
+from nia_core.host.host import PluginHost, static_names
+from nia_core.host.plugin import PluginInfo
 
 
 def _module() -> types.ModuleType:
@@ -84,3 +86,163 @@ def test_a_module_plugin_registers_the_same_hooks_as_with_pluggy_alone():
     assert "nia_context_sources" in hooks and "nia_register_commands" in hooks  # renamed, marked
     assert ("nia_context_sources", "carrier") in found[0]  # marked through its __func__, as pluggy does
     assert "nia_summarize" not in hooks  # unmarked
+
+
+class _Base:
+    @hookimpl
+    def nia_summarize(self, messages):
+        return None
+
+
+class _Plugin(_Base):
+    """An object plugin: hooks from its class, its bases, its own ``__dict__`` and its slots' neighbours."""
+
+    NIA_NAMESPACE = "acme"
+
+    @hookimpl(specname="nia_context_sources")
+    def sources(self, location):
+        return []
+
+    @staticmethod
+    @hookimpl
+    def nia_register_commands(cli):
+        return None
+
+    @classmethod
+    @hookimpl
+    def nia_providers(cls, location, config):
+        return None
+
+    @property
+    def nia_location_opened(self):  # a property is never a hook, and never runs
+        raise AssertionError("ran")
+
+
+class _Slotted:
+    __slots__ = ("nia_summarize",)
+
+    @hookimpl
+    def nia_context_sources(self, location):
+        return []
+
+
+def _object_plugins() -> list[object]:
+    plain = _Plugin()
+
+    @hookimpl
+    def own(location, context):  # set on the instance: pluggy takes it as it is
+        return None
+
+    plain.nia_location_opened_own = own  # type: ignore[attr-defined]
+
+    @hookimpl
+    def summarize(messages):
+        return None
+
+    slotted = _Slotted()
+    slotted.nia_summarize = summarize  # type: ignore[misc]
+    return [plain, _Plugin, slotted, _Slotted]
+
+
+NORMAL = [_module(), nia_plugins.git, nia_plugins.instructions, *_object_plugins()]
+
+
+def _hooks(manager: pluggy.PluginManager, plugin: object) -> list[tuple[str, str, str]]:
+    callers = manager.get_hookcallers(plugin) or []
+    return [(c.name, i.plugin_name, i.function.__name__) for c in callers for i in c.get_hookimpls()]
+
+
+@pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
+def test_the_names_nia_lists_are_those_dir_lists_for_every_ordinary_plugin(plugin):
+    assert static_names(plugin) == dir(plugin)
+
+
+@pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
+def test_every_ordinary_plugin_registers_the_same_hooks_in_the_same_order_as_with_pluggy(plugin):
+    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    theirs.add_hookspecs(hookspecs)
+    for manager in (ours, theirs):
+        manager.register(types.ModuleType("first"), name="first")
+        assert manager.register(plugin, name="acme") == "acme"
+    assert _hooks(ours, plugin) == _hooks(theirs, plugin)
+    assert _hooks(ours, plugin)  # each of them implements something
+    with pytest.raises(ValueError):
+        ours.register(plugin, name="again")
+    assert ours.unregister(name="acme") is plugin
+    assert ours.get_hookcallers(plugin) is None and ours.get_name(plugin) is None
+
+
+class Ran(Exception):
+    pass
+
+
+def _never(*args: object) -> object:
+    raise Ran(args)
+
+
+def _hostile_module(kind: str) -> types.ModuleType:
+    module = _module()
+    dirs = {"raises": _never, "nonsense": lambda: [1, object(), None], "huge": lambda: range(10**12)}
+    module.__dir__ = dirs[kind]  # type: ignore[method-assign]
+    module.__getattr__ = _never  # type: ignore[attr-defined]
+    vars(module)[3] = "a key that is no name"
+    return module
+
+
+@pytest.mark.parametrize("kind", ["raises", "nonsense", "huge"])
+def test_a_module_dir_is_never_run_and_its_hooks_are_those_of_its_dict(kind):
+    """What pluggy finds for the same module without its ``__dir__`` (and, then, no key that is no name)."""
+    module = _hostile_module(kind)
+    plain = _module()
+    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    ours.register(module, name="acme")
+    theirs.register(plain, name="acme")
+    assert sorted(_hooks(ours, module)) == sorted(_hooks(theirs, plain))
+    assert ("nia_context_sources", "acme", "sources") in _hooks(ours, module)
+
+
+class _Hostile(_Plugin):
+    def __dir__(self):
+        raise Ran("__dir__")
+
+    def __eq__(self, other):
+        raise Ran("__eq__")
+
+    __hash__ = object.__hash__
+
+    def __getattr__(self, name):
+        raise Ran(name)
+
+
+class _Meta(type):
+    def __dir__(cls):
+        raise Ran("__dir__")
+
+    def __getattr__(cls, name):
+        raise Ran(name)
+
+
+class _HostileClass(_Plugin, metaclass=_Meta):
+    pass
+
+
+@pytest.mark.parametrize("kind", ["object", "class"])
+def test_an_object_or_class_plugin_dir_eq_and_getattr_never_run(kind):
+    plugin = _Hostile() if kind == "object" else _HostileClass
+    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    theirs.add_hookspecs(hookspecs)
+    ours.register(types.ModuleType("first"), name="first")
+    ours.register(plugin, name="acme")
+    theirs.register(_Plugin(), name="acme")
+    assert [h[0] for h in _hooks(ours, plugin)] == [h[0] for h in _hooks(theirs, theirs.get_plugin("acme"))]
+    assert ours.get_name(plugin) == "acme"
+    assert ours.unregister(name="acme") is plugin
+
+
+def test_the_host_registers_an_object_plugin_with_a_hostile_dir_as_it_registers_any(tmp_path):
+    """Through discovery (entry points name objects too): no wrapper check, no unmarked-hook check runs ``dir``."""
+    host = PluginHost()
+    info = register_imported(host, PluginInfo("acme", "entry point"), lambda: _Hostile(), deadline=False)
+    assert info.error is None and info.warnings == []
+    assert info.hooks == ["nia_context_sources", "nia_providers", "nia_register_commands", "nia_summarize"]
+    assert info.namespace == "acme"
