@@ -16,8 +16,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
-from pluggy._hooks import HookCaller, HookImpl, normalize_hookimpl_opts
-from pluggy._manager import _static_hook_attr
+
+try:  # pluggy's private parts, for a registration that runs no plugin code (see _PluginManager)
+    from pluggy._hooks import HookCaller, HookImpl, normalize_hookimpl_opts
+    from pluggy._manager import _static_hook_attr
+except ImportError:  # a pluggy that moved them: its own registration, dir(plugin) and all
+    STATIC_REGISTRATION = False
+else:
+    STATIC_REGISTRATION = True
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
@@ -131,7 +137,8 @@ class _PluginManager(pluggy.PluginManager):
     ``==``, which runs an object plugin's ``__eq__``). They use pluggy's
     private parts (``HookImpl``, ``_static_hook_attr``, ``_name2plugin``); the
     tests in ``tests/host/test_hookimpl_lookup.py`` compare every registration
-    with pluggy's own, so a pluggy release that moves them is caught there.
+    with pluggy's own, so a pluggy release that changes them is caught there,
+    and one that moves them gets pluggy's own ``register`` (``STATIC_REGISTRATION``).
 
     It also finds the hook implementations of a module plugin the quick way.
     pluggy looks at every name with :func:`inspect.getattr_static` (so that no
@@ -142,6 +149,8 @@ class _PluginManager(pluggy.PluginManager):
     """
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
+        if not STATIC_REGISTRATION:
+            return super().register(plugin, name)
         if plugin is None:
             return None
         plugin_name = name or self.get_canonical_name(plugin)
@@ -182,6 +191,8 @@ class _PluginManager(pluggy.PluginManager):
 
     def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
         """pluggy's, comparing plugins by identity (pluggy's ``!=`` runs an object plugin's ``__eq__``)."""
+        if not STATIC_REGISTRATION:
+            return super().unregister(plugin, name)
         if name is None:
             name = self.get_name(plugin)
             if name is None:
@@ -199,6 +210,8 @@ class _PluginManager(pluggy.PluginManager):
         return found
 
     def get_name(self, plugin: Any) -> str | None:
+        if not STATIC_REGISTRATION:
+            return super().get_name(plugin)
         for name, known in self._name2plugin.items():
             if known is plugin:
                 return name

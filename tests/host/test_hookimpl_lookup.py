@@ -246,3 +246,19 @@ def test_the_host_registers_an_object_plugin_with_a_hostile_dir_as_it_registers_
     assert info.error is None and info.warnings == []
     assert info.hooks == ["nia_context_sources", "nia_providers", "nia_register_commands", "nia_summarize"]
     assert info.namespace == "acme"
+
+
+@pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
+def test_a_pluggy_without_the_private_parts_nia_uses_still_registers_every_hook(plugin, monkeypatch):
+    """A pluggy release that moves ``HookImpl`` or ``_static_hook_attr`` gets pluggy's own registration."""
+    import nia_core.host.host as host_module
+
+    monkeypatch.setattr(host_module, "STATIC_REGISTRATION", False)
+    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    theirs.add_hookspecs(hookspecs)
+    for manager in (ours, theirs):
+        assert manager.register(plugin, name="acme") == "acme"
+    assert _hooks(ours, plugin) == _hooks(theirs, plugin) and _hooks(ours, plugin)
+    assert ours.get_name(plugin) == "acme"
+    assert ours.unregister(name="acme") is plugin
+    assert ours.get_hookcallers(plugin) is None and ours.get_name(plugin) is None
