@@ -219,7 +219,6 @@ class Transactions:
 
     def _attempt(self, work: Callable[[_Tx], T], *, write: bool, deadline: float) -> T:
         import psycopg
-        from psycopg.pq import TransactionStatus
 
         xid: str | None = None
         started = ""
@@ -247,9 +246,7 @@ class Transactions:
                     else:
                         result = work(tx)  # single statements, each its own snapshot (autocommit)
                 except BaseException:
-                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK", prepare=False)
+                    _roll_back_if_open(conn)
                     raise
         except psycopg.Error as exc:
             if _is_lost_connection(exc):
@@ -260,7 +257,6 @@ class Transactions:
 
     def _attempt_call(self, call: _Call, *, deadline: float) -> dict[str, Any]:
         import psycopg
-        from psycopg.pq import TransactionStatus
 
         tx: _Tx | None = None
         try:
@@ -276,9 +272,7 @@ class Transactions:
                         conn.execute("COMMIT", prepare=False)
                     row = cursor.fetchone()
                 except BaseException:
-                    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK", prepare=False)
+                    _roll_back_if_open(conn)
                     raise
         except psycopg.Error as exc:
             if _is_lost_connection(exc):
@@ -448,6 +442,16 @@ class Transactions:
                 session_id,
             )
         return StoreError(f"cannot {action}: database error on {where}: {detail}", session_id)
+
+
+def _roll_back_if_open(conn: Any) -> None:
+    """After any failure inside a transaction: the connection goes back to the pool idle, or closed."""
+    import psycopg
+    from psycopg.pq import TransactionStatus
+
+    if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+        with contextlib.suppress(psycopg.Error):
+            conn.execute("ROLLBACK", prepare=False)
 
 
 def _is_lost_connection(exc: BaseException) -> bool:
