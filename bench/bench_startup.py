@@ -59,6 +59,7 @@ print((imported - started) * 1000, (time.perf_counter() - imported) * 1000, len(
 
 SCAN_CACHED = """\
 import importlib.util, os, sys, time
+sys.path[0] = os.environ["NIA_BENCH_SCRIPTS"]  # the console script's sys.path: its cache file (one per sys.path)
 package = os.path.dirname(importlib.util.find_spec("nia_core").origin)  # found, not imported
 spec = importlib.util.spec_from_file_location("epcache", os.path.join(package, "host", "epcache.py"))
 epcache = sys.modules["epcache"] = importlib.util.module_from_spec(spec)
@@ -104,7 +105,14 @@ def make_venv(work: Path) -> tuple[Path, Path]:
 
 
 def add_distributions(site: Path, start: int, stop: int) -> None:
-    """Tiny distributions as pip leaves them: a package and a ``*.dist-info`` folder."""
+    """Tiny distributions as pip leaves them: a package and a ``*.dist-info`` folder.
+
+    Aged to a time of their own (an hour ago, plus ``stop`` seconds): installed a
+    while ago, so the caches may be written, yet after the previous batch, as a
+    real install leaves ``site-packages`` (setting it back to the same time would
+    hide the install from the entry-point cache, which a real install never does).
+    """
+    when = PAST + stop
     for i in range(start, stop):
         name = f"fake_dist_{i:03d}"
         (site / name).mkdir()
@@ -119,8 +127,8 @@ def add_distributions(site: Path, start: int, stop: int) -> None:
         (info / "entry_points.txt").write_text(points)
         (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
         for path in (*(site / name).iterdir(), site / name, *info.iterdir(), info):
-            os.utime(path, (PAST, PAST))
-    os.utime(site, (PAST, PAST))  # as if installed a while ago: the caches may trust the mtimes
+            os.utime(path, (when, when))
+    os.utime(site, (when, when))  # as if installed a while ago: the caches may trust the mtimes
 
 
 def processes_ms(
@@ -171,6 +179,7 @@ def measure(python: Path, work: Path, runs: int) -> dict[str, tuple[float, ...]]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NIA_", "PYTHON"))}
     env["NIA_CACHE_DIR"] = str(work / "cache")
     env["NIA_BENCH_PYTHON"] = str(python)
+    env["NIA_BENCH_SCRIPTS"] = str(scripts)
     uncached = {**env, "NIA_NO_CACHE": "1"}
     commands: dict[str, tuple[list[str | Path], dict[str, str]]] = {
         "click": ([python, "-c", "import click"], env),
