@@ -613,15 +613,20 @@ BASE_LOADERS: dict[str, tuple[str, str]] = {
 }
 
 
-def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack) -> None:
-    for name, (top, load) in LOADERS.items():
-        world.plugin(f"evil_{name}", _plugin(f"evil/{name}", top, load))
+def json_doors(world: Attack) -> dict[str, tuple[list[str], bytes]]:
+    """The commands whose stdout is JSON a program reads: arguments and stdin of each."""
     hook = {"hook_event_name": "SessionStart", "source": "startup", "session_id": "p", "cwd": str(world.root)}
-    runs = {
+    return {
         "context show --json": (["context", "show", "--json"], b""),
         "plugins list --json": (["plugins", "list", "--json"], b""),
         "hook claude-code": (["hook", "claude-code"], json.dumps(hook).encode()),
     }
+
+
+def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack) -> None:
+    for name, (top, load) in LOADERS.items():
+        world.plugin(f"evil_{name}", _plugin(f"evil/{name}", top, load))
+    runs = json_doors(world)
 
     def attack(name: str, run: tuple[list[str], bytes]) -> None:
         result = world.nia(*run[0], stdin=run[1])
@@ -638,12 +643,7 @@ def test_a_base_exception_from_a_plugin_is_one_line_in_every_door(world: Attack)
     world.plugin("imports_badly", "class Boom(BaseException): pass\nraise Boom('at import')\n")
     for name, (top, load) in BASE_LOADERS.items():
         world.plugin(f"evil_{name}", _plugin(f"evil/{name}", top, load))
-    hook = {"hook_event_name": "SessionStart", "source": "startup", "session_id": "p", "cwd": str(world.root)}
-    runs = {
-        "context show --json": (["context", "show", "--json"], b""),
-        "plugins list --json": (["plugins", "list", "--json"], b""),
-        "hook claude-code": (["hook", "claude-code"], json.dumps(hook).encode()),
-    }
+    runs = json_doors(world)
 
     def attack(name: str, run: tuple[list[str], bytes]) -> None:
         result = world.nia(*run[0], stdin=run[1])
