@@ -6,7 +6,7 @@
 # Installs node/npm with apt-get when missing, then Claude Code and Codex (pinned versions, native
 # binaries inside the npm packages) with npm into a cache folder (NIA_AGENTS_DIR, default
 # ~/.cache/nia-agents). A second run with the same versions does nothing. Only the export line goes
-# to stdout; progress goes to stderr. tests/agents/harness.py finds the binaries through
+# to stdout; progress goes to stderr. tests/real_agents/harness.py finds the binaries through
 # $NIA_AGENTS_DIR/node_modules/.bin.
 set -euo pipefail
 
