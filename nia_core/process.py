@@ -59,6 +59,11 @@ def abandon(thread: threading.Thread) -> None:
     _lingering.add(thread)
 
 
+def abandoned_threads() -> list[threading.Thread]:
+    """Threads nia gave up waiting for that are still running (a resident process ends after such a hook)."""
+    return [thread for thread in list(_lingering) if thread.is_alive()]
+
+
 def exit_quickly() -> None:
     """This command holds nothing that needs Python's teardown: :func:`run` may skip it (see the module doc)."""
     global _quick_exit

@@ -1,4 +1,11 @@
-"""Every test runs with its own config and data directories and no inherited plugin switches."""
+"""Every test runs with its own config and data directories and no inherited plugin switches.
+
+Resident hook processes are off unless a test switches them on (``NIA_RESIDENT=1``;
+tests/agents runs every hook test both ways); each test has its own folder for their
+sockets, and whatever resident a test started is stopped when it ends.
+"""
+
+import tempfile
 
 import pytest
 
@@ -13,6 +20,10 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     # A temporary folder is never inside a git work tree, even when the checkout holds the temp dir.
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
+    runtime = tempfile.mkdtemp(prefix="nia-run-")  # short: a socket path has at most 107 bytes
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    monkeypatch.setenv("NIA_RESIDENT", "0")
+    monkeypatch.setenv("NIA_RESIDENT_IDLE", "300")  # a resident a crashed run left behind ends by itself
     for name in (
         "NIA_DB",
         "NIA_DISABLE_PLUGINS",
@@ -23,7 +34,28 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         "CODEX_HOME",
     ):
         monkeypatch.delenv(name, raising=False)
-    return home
+    yield home
+    stop_residents(runtime)
+
+
+def stop_residents(runtime: str) -> None:
+    """End the resident processes whose sockets are in ``runtime`` (a test's own folder), then remove it."""
+    import os
+    import shutil
+
+    from nia_core.resident.residents import running, stop
+
+    previous = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
+    try:
+        for resident in running()[0]:
+            stop(resident)
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = previous
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

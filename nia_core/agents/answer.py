@@ -276,12 +276,16 @@ def stdout_to_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def watchdog(host: str, seconds: float) -> threading.Timer:
-    """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent."""
+def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -> threading.Timer:
+    """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent.
+
+    ``deadline_seconds``: the hook's whole deadline, when ``seconds`` is what is left of it.
+    """
+    said = seconds if deadline_seconds is None else deadline_seconds
 
     def expire() -> None:
         try:
-            sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
+            sys.stderr.write(f"nia: the {host} hook gave up after {said:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
             os._exit(0)
@@ -292,36 +296,43 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
     return timer
 
 
-def answer(host: str, runtime: Runtime) -> None:
-    """One hook process: stdin to stdout (nothing else on it), under the watchdog; always returns."""
+def answer(
+    host: str, runtime: Runtime, *, data: bytes | None = None, fallback: str = "", seconds: float | None = None
+) -> None:
+    """One hook in this process: stdin (or ``data``) to stdout (nothing else on it), under the watchdog; always returns.
+
+    ``fallback`` says why a resident process did not answer it (``nia hook
+    log``); ``seconds`` is what is left of the hook's deadline.
+    """
     from nia_core.agents import adapter
 
-    timer = watchdog(host, deadline())
-    try:
-        data = sys.stdin.buffer.read()
-    except OSError:
-        data = b""
+    timer = watchdog(host, deadline() if seconds is None else seconds, deadline())
+    if data is None:
+        try:
+            data = sys.stdin.buffer.read()
+        except OSError:
+            data = b""
     with stdout_to_stderr():
         result = run(adapter(host), data, runtime)
+    result.entry.answered_by = "in-process"
+    result.entry.fallback = fallback
     emit(result)
     timer.cancel()
 
 
-def main(host: str) -> int:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
+    """The hook answered in this process, with a runtime of its own."""
     from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
 
     if os.environ.get("NIA_DEBUG") == "1":
-        _log_to_stderr()
+        log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
-        when_imported(_log_to_stderr)
-    answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
+        when_imported(log_to_stderr)
+    answer(host, Runtime(), data=data, fallback=fallback, seconds=seconds)
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     """Records of ``nia.*`` go to stderr as ``nia: message`` (debug ones too under ``NIA_DEBUG=1``)."""
     import logging
 
@@ -334,7 +345,7 @@ def _log_to_stderr() -> None:
         logger.propagate = False
 
 
-def _leave_stray_threads() -> None:
+def leave_stray_threads() -> None:
     """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
 
     The answer is already on stdout; the watchdog is cancelled by then, so

@@ -51,6 +51,10 @@ class Entry:
     """Where the whole text is when it was over the host's limit."""
     time: str = ""
     cwd: str = ""
+    answered_by: str = ""
+    """``resident`` (a resident context process) or ``in-process`` (this hook's own process)."""
+    fallback: str = ""
+    """Why a resident process did not answer, when one was asked (or ``NIA_RESIDENT=0``)."""
 
     def stamp(self) -> Entry:
         self.time = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -2,7 +2,9 @@
 
 ``main`` is the ``nia`` console script. ``nia hook claude-code`` and ``nia hook
 codex`` (exactly that, as the installed hooks run them) skip click: an agent
-waits for them at every prompt, so they load only the hook's own path.
+waits for them at every prompt, so they are the thin client of a resident
+process (:mod:`nia_core.resident.client`), and load the hook's own path only
+when they answer in-process.
 
 Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
@@ -19,7 +21,7 @@ def main() -> None:
     """Console-script entry point."""
     argv = sys.argv[1:]
     if len(argv) == 2 and argv[0] == "hook" and argv[1] in HOOK_HOSTS:
-        from nia_core.agents.answer import main as hook_main
+        from nia_core.resident.client import main as hook_main
 
         sys.exit(hook_main(argv[1]))
     from nia_core.cli.main import main as click_main

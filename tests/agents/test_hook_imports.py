@@ -83,6 +83,12 @@ LOGGING = {"logging", "traceback", "string"}
 
 
 @pytest.fixture
+def hook_mode():
+    """One mode only: what the in-process hook imports; the thin client's own imports are tests/resident's."""
+    return "in-process"
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "shop"
     (root / ".git").mkdir(parents=True)

@@ -1,0 +1,21 @@
+"""Every hook test runs twice: answered in the hook's own process, and by a resident process.
+
+In the resident mode each hook after the first is answered by the resident
+process the first one started: the helper waits for it between hooks (a hook
+that finds it still starting is answered in-process, which is right, but
+would test the other path), and the test's hook log must show it answered.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.resident_helpers import assert_resident_answered, resident_mode
+
+
+@pytest.fixture(autouse=True, params=["in-process", "resident"])
+def hook_mode(request, monkeypatch):
+    with resident_mode(monkeypatch, request.param == "resident") as mode:
+        yield mode
+    if request.param == "resident":
+        assert_resident_answered()
