@@ -11,7 +11,7 @@ import time
 import pytest
 
 import nia_plugins.git
-from nia_core.host import PluginError
+from nia_core.plugin_host import PluginError
 from nia_core.project import locate
 from nia_core.testing import BoundaryDriver
 

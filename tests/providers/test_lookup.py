@@ -10,12 +10,12 @@ from nia_core import hookimpl
 from nia_core.errors import UsageError
 from nia_core.project.paths import shown_path
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.base import StreamCallback
+from nia_core.providers.builtin import get_provider
 from nia_core.providers.echo import EchoProvider
 from nia_core.providers.lookup import providers_at
 from nia_core.providers.lowering import ProviderConfigError
+from nia_core.providers.names import StreamCallback
 from nia_core.providers.openai_chat import OpenAIChatProvider
-from nia_core.providers.registry import get_provider
 from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.testing import make_host
 from tests.providers.fakeserver import API_KEY

@@ -29,9 +29,9 @@ from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError, one_line, raised_at
-from nia_core.host.importing import import_deadline
-from nia_core.host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.lazylog import lazy_logger
+from nia_core.plugin_host.importing import import_deadline
+from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.process import is_user_interrupt
 from nia_core.project.config import project_tables
 from nia_core.stdio import PLUGIN_CODE
@@ -136,7 +136,7 @@ class _PluginManager(pluggy.PluginManager):
     ``get_name`` and ``unregister`` compare plugins by identity (pluggy uses
     ``==``, which runs an object plugin's ``__eq__``). They use pluggy's
     private parts (``HookImpl``, ``_static_hook_attr``, ``_name2plugin``); the
-    tests in ``tests/host/test_hookimpl_lookup.py`` compare every registration
+    tests in ``tests/plugin_host/test_hookimpl_lookup.py`` compare every registration
     with pluggy's own, so a pluggy release that changes them is caught there,
     and one that moves them gets pluggy's own ``register`` (``STATIC_REGISTRATION``).
 
@@ -246,7 +246,7 @@ class PluginHost:
         self.strict = strict
         self.timeout = timeout
         self.import_timeout = import_deadline() if import_timeout is None else import_timeout
-        """Seconds a plugin's import may take (``NIA_IMPORT_TIMEOUT``); see :mod:`nia_core.host.importing`."""
+        """Seconds a plugin's import may take (``NIA_IMPORT_TIMEOUT``); see :mod:`nia_core.plugin_host.importing`."""
         self.plugins: dict[str, PluginInfo] = {}
         self.left_out: list[str] = []
         """Plugins not loaded at all (a name already taken), one message each, for ``nia plugins list``."""
