@@ -92,9 +92,18 @@ class Repository:
     """Shared files: refs, ``packed-refs``, ``config``, the stash."""
 
 
-def _read_small(path: str) -> str | None:
+SMALL_FILE = 1024 * 1024
+"""At most this much of a file nia reads from a git directory (HEAD, a ref, ``commondir``, config)."""
+
+
+def _read_small(path: str, folder: str) -> str | None:
+    """The text of ``path``, through the checked reader: a regular file really inside ``folder``, bounded.
+
+    A FIFO, a device, a symlink leading out of ``folder`` or a file that does
+    not exist is ``None``: what git keeps is described only from inside it.
+    """
     try:
-        return _files.read_text(path)
+        return _files.read_text(path, root=folder, limit=SMALL_FILE)
     except OSError:
         return None
 
@@ -102,7 +111,7 @@ def _read_small(path: str) -> str | None:
 def _is_git_dir(path: str) -> bool:
     """What git checks before taking a ``.git`` folder as a repository (else it looks further up)."""
     common = path
-    pointer = _read_small(os.path.join(path, "commondir"))
+    pointer = _read_small(os.path.join(path, "commondir"), path)
     if pointer is not None and pointer.strip():
         common = os.path.normpath(os.path.join(path, pointer.strip()))
     return (
@@ -115,12 +124,12 @@ def _is_git_dir(path: str) -> bool:
 def _repository(worktree: str, dotgit: str, is_dir: bool) -> Repository:
     gitdir = dotgit
     if not is_dir:
-        text = _read_small(dotgit) or ""
+        text = _read_small(dotgit, worktree) or ""
         first = text.splitlines()[0] if text else ""
         if first.startswith("gitdir:"):
             gitdir = os.path.normpath(os.path.join(worktree, first[len("gitdir:") :].strip()))
     commondir = gitdir
-    pointer = _read_small(os.path.join(gitdir, "commondir"))
+    pointer = _read_small(os.path.join(gitdir, "commondir"), gitdir)
     if pointer is not None and pointer.strip():
         commondir = os.path.normpath(os.path.join(gitdir, pointer.strip()))
     return Repository(worktree, dotgit, gitdir, commondir)
@@ -133,7 +142,7 @@ def _within(path: str, folder: str) -> bool:
 
 def _configured_worktree(gitdir: str) -> str | None:
     """``core.worktree`` of a git dir's own config file (what a submodule's git dir points back with)."""
-    text = _read_small(os.path.join(gitdir, "config"))
+    text = _read_small(os.path.join(gitdir, "config"), gitdir)
     if text is None:
         return None
     section = ""
@@ -154,16 +163,17 @@ def untrusted(repo: Repository, root: str) -> str | None:
 
     A ``.git`` file or a ``commondir`` file can point anywhere: a cloned
     repository would make nia describe another repository of the user's to
-    the model (its branch, its last commit, its file names). A git dir outside
-    the project is read only when it points back, as linked worktrees
-    (``gitdir``) and submodules (``core.worktree``) do; a ``commondir`` must
-    hold the git dir, as in ``.git/worktrees/NAME``.
+    the model (its branch, its last commit, its file names); so can a ``.git``
+    folder that is a symlink (an unpacked archive). A git dir outside the
+    project is read only when it points back, as linked worktrees (``gitdir``)
+    and submodules (``core.worktree``) do; a ``commondir`` must hold the git
+    dir, as in ``.git/worktrees/NAME``.
     """
     if repo.commondir != repo.gitdir and not _within(repo.gitdir, repo.commondir):
         return "its git directory names a `commondir` elsewhere, which nia does not follow"
-    if repo.gitdir == repo.dotgit or _within(repo.gitdir, repo.worktree) or _within(repo.gitdir, root):
+    if _within(repo.gitdir, repo.worktree) or _within(repo.gitdir, root):
         return None
-    back = _read_small(os.path.join(repo.gitdir, "gitdir"))
+    back = _read_small(os.path.join(repo.gitdir, "gitdir"), repo.gitdir)
     if (
         back is not None
         and back.strip()
@@ -173,6 +183,8 @@ def untrusted(repo: Repository, root: str) -> str | None:
     configured = _configured_worktree(repo.gitdir)
     if configured is not None and os.path.realpath(configured) == os.path.realpath(repo.worktree):
         return None
+    if repo.gitdir == repo.dotgit:
+        return "the `.git` folder is a symlink to a git directory outside the project that does not point back to it"
     return "the `.git` file points to a git directory outside the project that does not point back to it"
 
 
@@ -321,15 +333,29 @@ def quoted(name: str, limit: int = MAX_PATH) -> str:
 SAFE_OPTIONS = (
     "--no-pager",
     "--no-optional-locks",  # never take (or wait for) the index lock, never rewrite the index
-    "-c", "core.fsmonitor=false",  # a repository's fsmonitor is a program git would run
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "status.submoduleSummary=false",
-    "-c", "protocol.allow=never",  # no lazy fetch from a promisor remote
-    "-c", "log.showSignature=false",  # gpg.program
-    "-c", "color.ui=never",
-    "-c", "i18n.logOutputEncoding=UTF-8",
-)  # fmt: skip
-"""Options every git call gets; the repository's own filter drivers are switched off per call."""
+)
+"""Options every git call gets; its configuration overrides go through the environment (:func:`git_environment`)."""
+
+SWITCHED_OFF: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),  # a program git status asks which files changed
+    ("core.hooksPath", "/dev/null"),  # hooks (post-index-change, ...)
+    ("core.pager", "cat"),
+    ("status.submoduleSummary", "false"),  # would run `git submodule summary`
+    ("log.showSignature", "false"),  # would run gpg.program
+    ("credential.helper", ""),  # an empty value empties the list of helpers
+    ("protocol.allow", "never"),
+    ("color.ui", "never"),
+    ("i18n.logOutputEncoding", "UTF-8"),
+)
+"""Configuration every git call gets, whatever any config file says (the command scope wins over all files)."""
+
+NO_PROTOCOL = "nia_allows_none"
+"""``GIT_ALLOW_PROTOCOL``: a list naming no transport (``_`` is in no URL scheme nor remote-helper name).
+
+It overrides every ``protocol.*`` setting, so no fetch can start: no lazy
+fetch from a promisor remote, and so no ssh, proxy, askpass, credential
+helper, upload-pack or remote helper a repository's config names.
+"""
 
 
 class GitFailed(Exception):
@@ -340,17 +366,31 @@ class GitTimedOut(GitFailed):
     pass
 
 
-def clean_environment() -> dict[str, str]:
-    """The environment without anything that could point git elsewhere, page or prompt."""
+def git_environment(search: str, overrides: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The environment of every git call: nothing that could point git elsewhere, page, prompt or fetch.
+
+    Configuration goes in as ``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``
+    pairs: a key is never split at ``=`` as ``-c KEY=VALUE`` is, so a name the
+    repository chose (``[filter "x=y"]``, ``[filter ""]``) is overridden as it
+    is. ``search`` is the ``PATH`` git gets: the folders outside the project.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k not in ("LANGUAGE", "PAGER")}
+    config = (*SWITCHED_OFF, *overrides)
     env.update(
+        PATH=search,
         GIT_TERMINAL_PROMPT="0",
+        GIT_ASKPASS="",  # set and empty: neither core.askPass nor SSH_ASKPASS is asked
+        GIT_ALLOW_PROTOCOL=NO_PROTOCOL,
         GIT_OPTIONAL_LOCKS="0",
         GIT_NO_LAZY_FETCH="1",
         GIT_PAGER="cat",
         PAGER="cat",
         LC_ALL="C",
+        GIT_CONFIG_COUNT=str(len(config)),
     )
+    for index, (key, value) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
 
 
@@ -366,26 +406,53 @@ def _git_in(folder: str) -> str | None:
     return None
 
 
+@record(frozen=True)
+class GitProgram:
+    """The git nia runs, and the ``PATH`` it runs with."""
+
+    path: str
+    search: str
+    """``PATH`` without relative entries nor folders inside the project: where git finds what it runs."""
+
+
+def _inside_any(path: str, folders: tuple[str, ...]) -> bool:
+    real = os.path.realpath(path)
+    return any(real == folder or real.startswith(folder.rstrip(os.sep) + os.sep) for folder in folders)
+
+
 @lru_cache(maxsize=8)
-def _which(path_variable: str, worktree: str) -> str | None:
-    """``git`` on PATH, skipping relative entries ("." would run a `git` shipped in the repository)
-    and any folder inside the work tree."""
-    inside = worktree.rstrip(os.sep) + os.sep
+def find_git(path_variable: str, project: tuple[str, ...]) -> GitProgram | str:
+    """The first ``git`` on PATH outside ``project`` (real folders), or why there is none; once per PATH and project.
+
+    A PATH entry that is relative ("." would run a ``git`` shipped in the
+    repository) or whose real folder lies inside the project is left out, as
+    is a ``git`` that is a link into it; git itself gets the PATH that is left,
+    so neither does it run a program of the project's by name.
+    """
+    kept: list[str] = []
     for folder in path_variable.split(os.pathsep):
-        if not os.path.isabs(folder):
-            continue
+        if folder and os.path.isabs(folder) and not _inside_any(folder, project):
+            kept.append(folder)
+    search = os.pathsep.join(kept)
+    planted = False
+    for folder in kept:
         found = _git_in(folder)
         if found is None:
             continue
-        real = os.path.realpath(found)
-        if real == worktree or real.startswith(inside):
+        if _inside_any(found, project):
+            planted = True
             continue
-        return found
-    return None
+        left_out = len([f for f in path_variable.split(os.pathsep) if f]) - len(kept)
+        log.debug("%s: runs %s (the first `git` on PATH outside the project; %d left out)", KEY, found, left_out)
+        return GitProgram(found, search)
+    if planted or any(_git_in(folder) for folder in path_variable.split(os.pathsep) if folder and folder not in kept):
+        return "the only `git` executables on PATH are inside the project, which nia never runs"
+    return "no `git` executable was found on PATH"
 
 
-def git_executable(worktree: str) -> str | None:
-    return _which(os.environ.get("PATH", os.defpath), os.path.realpath(worktree))
+def git_program(repo: Repository, root: str) -> GitProgram | str:
+    project = tuple(dict.fromkeys(os.path.realpath(folder) for folder in (root, repo.worktree)))
+    return find_git(os.environ.get("PATH", os.defpath), project)
 
 
 @record(frozen=True)
@@ -520,9 +587,8 @@ def _inheritable_fds() -> list[int] | None:
     return inheritable
 
 
-def _spawn(command: list[str]) -> Started:
+def _spawn(command: list[str], env: dict[str, str]) -> Started:
     """``command`` in a new session, stdin ``/dev/null``, no descriptor but its stdio inherited."""
-    env = clean_environment()
     inherited = _inheritable_fds() if hasattr(os, "posix_spawn") else None
     if inherited is not None:
         out_r, out_w = os.pipe()  # both ends close on exec: git gets them only as its fd 1 and 2
@@ -559,12 +625,19 @@ def _spawn(command: list[str]) -> Started:
     return _Popened(proc)
 
 
-def start_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> Started:
+def start_git(
+    git: GitProgram,
+    repo: Repository,
+    name: str,
+    args: list[str],
+    budget: Budget,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> Started:
     """Start ``git ... NAME`` in the work tree, in a process group of its own; :func:`wait_git` collects it."""
     if budget.deadline - time.monotonic() <= 0:
         raise GitTimedOut(f"`git {name}` did not answer within {budget.seconds:g}s")
     try:
-        return _spawn([git, *SAFE_OPTIONS, "-C", repo.worktree, *args])
+        return _spawn([git.path, *SAFE_OPTIONS, "-C", repo.worktree, *args], git_environment(git.search, overrides))
     except OSError as exc:
         raise GitFailed(f"git could not be started ({exc.strerror or exc})") from None
 
@@ -583,9 +656,16 @@ def stop_git(proc: Started) -> None:
     proc.kill()
 
 
-def run_git(git: str, repo: Repository, name: str, args: list[str], budget: Budget) -> tuple[int, bytes, bytes]:
+def run_git(
+    git: GitProgram,
+    repo: Repository,
+    name: str,
+    args: list[str],
+    budget: Budget,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> tuple[int, bytes, bytes]:
     """Run ``git ... NAME`` in the work tree; its whole process group is killed when the budget runs out."""
-    return wait_git(start_git(git, repo, name, args, budget), name, budget)
+    return wait_git(start_git(git, repo, name, args, budget, overrides), name, budget)
 
 
 def _first_line(err: bytes) -> str:
@@ -593,38 +673,101 @@ def _first_line(err: bytes) -> str:
     return plain(lines[0]) if lines else ""
 
 
-def neutralizers(git: str, repo: Repository, budget: Budget) -> list[str]:
-    """``-c`` options switching off every filter driver and protocol the repository's config names.
+# -- the repository's configuration: what it names that git could run ---------------------
 
-    Filter drivers (``.gitattributes`` ``filter=NAME`` with ``filter.NAME.clean``)
-    run when git status re-reads a file. Those in the user's own (global,
-    system) config are trusted; those from the repository's config are not.
+CONFIG_LISTING = ["config", "--list", "--null", "--name-only", "--show-scope"]
+"""Every key git sees, with where it comes from (``--show-scope``: git 2.26; includes count as their includer)."""
+
+TRUSTED_SCOPES = (b"system", b"global")
+"""The user's own configuration: what it names runs as in the user's own ``git status``."""
+
+SWITCHED_OFF_KEYS = (
+    "core.fsmonitor", "core.hookspath", "core.pager", "pager.*", "status.submodulesummary",
+    "log.showsignature", "gpg.*", "filter.*", "protocol.*", "core.worktree",
+)  # fmt: skip
+"""Keys naming what ``git status``/``git log -1``/``git config`` could run: each is overridden on every call
+(``filter.NAME.*`` per name, below; ``core.worktree`` by ``--work-tree``; pagers by ``--no-pager``)."""
+
+TRANSPORT_KEYS = (
+    "core.sshcommand", "core.gitproxy", "core.askpass", "ssh.*", "credential.*", "remote.*", "url.*", "http.*",
+)  # fmt: skip
+"""Keys only a fetch or push runs a program from: no transport can start (:data:`NO_PROTOCOL`)."""
+
+NEVER_RUN_KEYS = (
+    "core.editor", "sequence.editor", "core.alternaterefscommand", "diff.*", "merge.*", "difftool.*",
+    "mergetool.*", "interactive.*", "web.*", "help.*", "browser.*", "man.*", "instaweb.*", "guitool.*",
+    "gui.*", "alias.*", "sendemail.*", "imap.*", "submodule.*", "trailer.*", "uploadpack.*", "receive.*",
+    "tar.*", "column.*",
+)  # fmt: skip
+"""Keys only other git commands run a program from (editors, diff and merge drivers, textconv, tools,
+aliases, browsers, mail, submodule updates, servers, archives): nia runs ``status``, ``log`` and ``config``."""
+
+PROGRAM_WORDS = (
+    "command", "cmd", "program", "helper", "driver", "textconv", "process", "clean", "smudge", "filter",
+    "hookspath", "hook", "fsmonitor", "editor", "pager", "askpass", "proxy", "uploadpack", "receivepack",
+    "browser", "viewer", "tool", "external", "httpd", "exec",
+)  # fmt: skip
+"""How a key that names a program ends: such a key outside the lists above is one nia cannot switch off."""
+
+MAX_FILTERS = 64
+"""Filter drivers of the repository's own that nia overrides; more is refused (each costs four variables)."""
+
+
+def _known(pattern: str, section: str, variable: str) -> bool:
+    wanted_section, _, wanted_variable = pattern.partition(".")
+    return section == wanted_section and wanted_variable in ("*", variable)
+
+
+def repository_overrides(listing: bytes) -> tuple[tuple[str, str], ...]:
+    """What to override so that git runs nothing the repository's config names; :class:`GitFailed` if it cannot.
+
+    ``listing`` is :data:`CONFIG_LISTING`'s answer, run with
+    :func:`git_environment`. Keys of the user's global and system config are
+    trusted. Every other key (the repository's ``config``, ``config.worktree``
+    and whatever they include, from anywhere) is judged by name alone, so no
+    name can slip through: a filter driver is switched off by its exact name,
+    a known key is covered by the lists above, and any other key that names a
+    program is refused.
     """
-    args = ["config", "--null", "--name-only", "--show-scope", "--get-regexp", r"^(filter|protocol)\."]
-    code, out, _err = run_git(git, repo, "config", args, budget)
-    scoped = True
-    if code == 129:  # git before 2.26 has no --show-scope: switch off every driver found
-        code, out, _err = run_git(git, repo, "config", [a for a in args if a != "--show-scope"], budget)
-        scoped = False
-    if code not in (0, 1):  # 1: nothing matched
-        return []
-    fields = out.split(b"\0")
-    pairs = zip(fields[0::2], fields[1::2], strict=False) if scoped else ((b"local", f) for f in fields)
-    values: list[str] = []
+    fields = listing.split(b"\0")
+    pairs = list(zip(fields[0::2], fields[1::2], strict=False))
+    if (b"command", b"core.fsmonitor") not in pairs:  # GIT_CONFIG_COUNT (git 2.31) was not understood
+        raise GitFailed("the `git` found is too old to be run safely here (nia needs git 2.31 or later)")
+    filters: dict[str, None] = {}
     for scope, raw in pairs:
-        if scope in (b"global", b"system") or not raw:
+        if scope in TRUSTED_SCOPES or scope == b"command" or not raw:
             continue
         name = raw.decode("utf-8", "surrogateescape")
         section, _, rest = name.partition(".")
-        subsection, _, _key = rest.rpartition(".")
-        if not subsection:
+        subsection, dot, variable = rest.rpartition(".")
+        if section == "filter" and dot:
+            filters[subsection] = None
             continue
-        if section == "filter":
-            for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")):
-                values.append(f"filter.{subsection}.{key}={value}")
-        elif section == "protocol":
-            values.append(f"protocol.{subsection}.allow=never")
-    return [arg for value in dict.fromkeys(values) for arg in ("-c", value)]
+        if any(_known(p, section, variable) for p in (*SWITCHED_OFF_KEYS, *TRANSPORT_KEYS, *NEVER_RUN_KEYS)):
+            continue
+        if variable.endswith(PROGRAM_WORDS):
+            key = quoted(name, 80)
+            raise GitFailed(f"its git configuration names a program in `{key}`, which nia cannot switch off")
+    if len(filters) > MAX_FILTERS:
+        raise GitFailed(f"its git configuration defines {len(filters)} filter drivers, more than nia switches off")
+    return tuple(
+        (f"filter.{name}.{key}", value)
+        for name in filters
+        for key, value in (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+    )
+
+
+def read_configuration(proc: Started, budget: Budget) -> tuple[tuple[str, str], ...]:
+    """Collect a started :data:`CONFIG_LISTING` and judge it; a listing git could not give refuses the repository."""
+    code, out, err = wait_git(proc, "config", budget)
+    if code not in (0, 1):  # 1: no key at all
+        detail = _first_line(err)
+        if detail:
+            log.warning("%s: git config said: %s", KEY, detail)
+        if code == 129:  # an option this git does not know (--show-scope, git 2.26)
+            raise GitFailed("the `git` found is too old to be run safely here (nia needs git 2.31 or later)")
+        raise GitFailed("git cannot read this repository's configuration")
+    return repository_overrides(out)
 
 
 # -- reading the status -------------------------------------------------------------------
@@ -729,7 +872,7 @@ def _operations(repo: Repository) -> tuple[tuple[str, ...], str]:
                 found.append("am")
                 continue
             found.append("rebase")
-            name = (_read_small(os.path.join(path, "head-name")) or "").strip()
+            name = (_read_small(os.path.join(path, "head-name"), g) or "").strip()
             rebased = name.removeprefix("refs/heads/") if name.startswith("refs/") else ""
             break
     if os.path.exists(os.path.join(g, "CHERRY_PICK_HEAD")):
@@ -742,11 +885,9 @@ def _operations(repo: Repository) -> tuple[tuple[str, ...], str]:
 
 
 def _stashes(repo: Repository) -> int:
-    try:
-        with open(os.path.join(repo.commondir, "logs", "refs", "stash"), "rb") as handle:
-            return sum(1 for line in handle if line.strip())
-    except OSError:
-        return 0
+    """Lines of the stash's reflog (read checked and bounded: a FIFO or ``/dev/zero`` there counts nothing)."""
+    text = _read_small(os.path.join(repo.commondir, "logs", "refs", "stash"), repo.commondir) or ""
+    return sum(1 for line in text.splitlines() if line.strip())
 
 
 # -- observing ----------------------------------------------------------------------------
@@ -792,11 +933,125 @@ def ref_leaves_repository(repo: Repository) -> bool:
             return False
         if outside(path):
             return True
-        text = (_read_small(path) or "").strip()
+        text = (_read_small(path, repo.gitdir if _within(path, repo.gitdir) else repo.commondir) or "").strip()
         if not text.startswith("ref:"):
             return False
         path = _ref_file(repo, text[4:].strip())
     return False
+
+
+MAX_ALTERNATES_DEPTH = 5
+"""git follows alternates of alternates this deep; so does the check."""
+
+_C_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
+
+
+def _c_unquoted(line: str) -> str:
+    """An alternates line as git reads it: C-quoted when it starts with ``"`` (else, or if malformed, as is)."""
+    if not line.startswith('"'):
+        return line
+    out = bytearray()
+    index = 1
+    while index < len(line):
+        ch = line[index]
+        if ch == '"':
+            return os.fsdecode(bytes(out)) if index == len(line) - 1 else line
+        if ch != "\\":
+            out += ch.encode("utf-8", "surrogateescape")
+            index += 1
+            continue
+        escape = line[index + 1 : index + 2]
+        octal = line[index + 1 : index + 4]
+        if escape in _C_ESCAPES:
+            out.append(_C_ESCAPES[escape])
+            index += 2
+        elif len(octal) == 3 and all(c in "01234567" for c in octal) and octal[0] in "0123":
+            out.append(int(octal, 8))
+            index += 4
+        else:
+            return line
+    return line
+
+
+def _links_out(folder: str, inside: tuple[str, ...], depth: int) -> str | None:
+    """The first entry under ``folder`` (``depth`` levels) that is a symlink whose real path is outside ``inside``.
+
+    ``os.scandir`` tells a symlink from the directory entry itself, so an
+    ordinary folder costs no ``stat`` per entry.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.is_symlink():
+            if not _inside_any(entry.path, inside):
+                return entry.path
+        elif depth > 1 and entry.is_dir(follow_symlinks=False):
+            found = _links_out(entry.path, inside, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _store_outside(objects: str, inside: tuple[str, ...], depth: int) -> str | None:
+    """Why the object store ``objects`` (or one it borrows from) holds data from outside ``inside``, or ``None``."""
+    if not _inside_any(objects, inside):
+        return "leads outside the project"
+    link = _links_out(objects, inside, 3)  # objects/xx/<loose>, pack/<pack>, info/commit-graphs/<graph>
+    if link is not None:
+        return f"has `{quoted(os.path.relpath(link, objects), 80)}` leading outside the project"
+    alternates = os.path.join(objects, "info", "alternates")
+    if not os.path.lexists(alternates):
+        return None
+    text = _read_small(alternates, objects)
+    if text is None:
+        return "has an `info/alternates` nia cannot read as a plain file"
+    for line in text.split("\n"):
+        if not line or line.startswith("#"):
+            continue
+        borrowed = os.path.join(objects, _c_unquoted(line))
+        if not _inside_any(borrowed, inside):
+            return "borrows objects from outside the project (`info/alternates`)"
+        if depth >= MAX_ALTERNATES_DEPTH:
+            return "borrows objects through more alternates than git follows"
+        further = _store_outside(borrowed, inside, depth + 1)
+        if further is not None:
+            return further
+    return None
+
+
+def reaches_outside(repo: Repository, root: str) -> str | None:
+    """Why git would read this repository's data from outside the project, or ``None``.
+
+    What reaches the model (the commit's subject, the paths of the trees and
+    of the index, the ahead/behind counts) comes from the object store, the
+    index and the refs. Any of them may lead outside only through a symlink or
+    an alternates file, which an unpacked archive can hold: then git is not
+    asked. Inside means the repository's own git directory (trusted by
+    :func:`untrusted`) or the project.
+    """
+    inside = tuple(dict.fromkeys(os.path.realpath(folder) for folder in (repo.gitdir, repo.commondir, root)))
+    objects = os.path.join(repo.commondir, "objects")
+    problem = _store_outside(objects, inside, 1)
+    if problem is not None:
+        return f"its object store {problem}, which nia does not follow"
+    candidates = [os.path.join(repo.gitdir, "index"), os.path.join(repo.commondir, "shallow")]
+    candidates.append(os.path.join(repo.commondir, "info", "grafts"))
+    try:
+        candidates += [entry.path for entry in os.scandir(repo.gitdir) if entry.name.startswith("sharedindex.")]
+    except OSError:
+        pass
+    for path in candidates:
+        if os.path.lexists(path) and not _inside_any(path, inside):
+            name = os.path.relpath(path, repo.commondir if path.startswith(repo.commondir) else repo.gitdir)
+            return f"its `{quoted(name, 80)}` leads outside the project, which nia does not follow"
+    for base in dict.fromkeys((repo.commondir, repo.gitdir)):
+        link = _links_out(os.path.join(base, "refs"), inside, 64)
+        if link is not None:
+            name = quoted(os.path.relpath(link, base), 80)
+            return f"its ref `{name}` leads outside the project, which nia does not follow"
+    return None
 
 
 class Observer:
@@ -898,32 +1153,45 @@ class Observer:
         self._reported = reason
 
     def _status(self, speculate: bool) -> GitStatus:
-        """One observation: ``speculate`` starts ``git log -1 HEAD`` beside the config call (see :meth:`_commit`)."""
+        """One observation: ``speculate`` starts ``git log -1 HEAD`` beside the config call (see :meth:`_commit`).
+
+        While git lists the configuration, the git directory is checked for
+        anything leading outside the project (:func:`reaches_outside`); what
+        git read by then is thrown away if it does.
+        """
         repo, settings = self.repo, self.settings
         refused = untrusted(repo, self.root)
         if refused is not None:
             raise GitFailed(refused)
         if ref_leaves_repository(repo):
             raise GitFailed("a ref of this repository is a symlink to a file outside it, which nia does not follow")
-        git = git_executable(repo.worktree)
-        if git is None:
-            raise GitFailed("no `git` executable was found on PATH")
+        git = git_program(repo, self.root)
+        if isinstance(git, str):
+            raise GitFailed(git)
         budget = Budget.of(settings.timeout)
         head = start_git(git, repo, "log", [*COMMIT_LOG, "HEAD", "--"], budget) if speculate else None
+        config: Started | None = None
         try:
-            return self._described(git, budget, head)
+            config = start_git(git, repo, "config", CONFIG_LISTING, budget)
+            outside = reaches_outside(repo, self.root)
+            if outside is not None:
+                raise GitFailed(outside)
+            overrides = read_configuration(config, budget)  # before `git status`, always: it needs them
+            return self._described(git, budget, head, overrides)
         finally:
-            if head is not None:
-                stop_git(head)  # not needed, or the observation failed: killed if still running, and reaped
+            for started in (head, config):
+                if started is not None:
+                    stop_git(started)  # done, not needed, or the observation failed: killed if still running, reaped
 
-    def _described(self, git: str, budget: Budget, head: Started | None) -> GitStatus:
+    def _described(
+        self, git: GitProgram, budget: Budget, head: Started | None, overrides: tuple[tuple[str, str], ...]
+    ) -> GitStatus:
         """The observation proper, once the repository is known to be readable and git is found."""
         repo, settings = self.repo, self.settings
-        options = neutralizers(git, repo, budget)  # before `git status`, always: its -c options go to status
-        args = [*options, "--work-tree", repo.worktree, "status", "--porcelain=v2", "--branch", "-z"]
+        args = ["--work-tree", repo.worktree, "status", "--porcelain=v2", "--branch", "-z"]
         args += ["--no-renames", "--ignore-submodules=dirty", "--ignored=no", "--ahead-behind"]
         args += ["--untracked-files=normal" if settings.untracked else "--untracked-files=no", *self._scope]
-        code, out, err = run_git(git, repo, "status", args, budget)
+        code, out, err = run_git(git, repo, "status", args, budget, overrides)
         if code != 0:
             detail = _first_line(err)
             if detail:
@@ -934,7 +1202,7 @@ class Observer:
                 raise GitFailed("git does not recognise the `.git` here as a repository")
             raise GitFailed(f"`git status` failed with exit status {code}")
         parsed = parse_status(out, self._relative)
-        head_text = (_read_small(os.path.join(repo.gitdir, "HEAD")) or "").strip()
+        head_text = (_read_small(os.path.join(repo.gitdir, "HEAD"), repo.gitdir) or "").strip()
         symbolic = head_text.startswith("ref:")
         detached = parsed.head == "(detached)" and not symbolic
         refs = []
@@ -969,11 +1237,13 @@ class Observer:
             more=len(entries) - len(named),
         )
 
-    def _commit(self, git: str, oid: str, budget: Budget, head: Started | None) -> tuple[str, tuple[str, ...], str]:
+    def _commit(
+        self, git: GitProgram, oid: str, budget: Budget, head: Started | None
+    ) -> tuple[str, tuple[str, ...], str]:
         """HEAD's short id, parents and subject; asked of git once per commit.
 
         ``head``, when given, is a ``git log -1 HEAD`` started beside the config
-        call (it reads no file content, so it needs no neutralizers): one git
+        call (it reads no work-tree file, so no filter driver can run): one git
         process less on the critical path. Its answer counts only when it names
         ``oid``, the commit ``git status`` saw; HEAD may have moved between the
         two, and then ``oid`` is asked for by id.

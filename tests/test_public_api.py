@@ -20,10 +20,10 @@ PUBLIC = {
     "nia_core.hookspecs",
     # provisional, documented as such in docs/plugins.md
     "nia_core.providers.remote",
-    "nia_core.host.reload",
-    "nia_core.host.watch",
+    "nia_core.plugin_host.reload",
+    "nia_core.plugin_host.watch",
 }
-INTERNAL_PACKAGES = ["context", "project", "host", "sessions", "providers", "cli", "hosts", "mcp"]
+INTERNAL_PACKAGES = ["context", "project", "plugin_host", "sessions", "providers", "cli", "agents", "mcp"]
 
 
 def loaded_by(statement: str) -> list[str]:
@@ -45,7 +45,10 @@ def test_importing_nia_core_loads_the_engine_only():
         m
         for m in modules
         if m.split(".")[:2]
-        in (["nia_core", p] for p in ("project", "host", "sessions", "providers", "runtime", "cli", "hosts", "mcp"))
+        in (
+            ["nia_core", p]
+            for p in ("project", "plugin_host", "sessions", "providers", "runtime", "cli", "agents", "mcp")
+        )
         or m in ("click", "http.client", "urllib.request", "sqlite3", "tomlkit")
     ]
     assert "nia_core.context" in modules and "nia_core.model" in modules

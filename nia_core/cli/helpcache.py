@@ -2,7 +2,7 @@
 
 Listing a plugin's commands means importing every plugin and calling its
 ``nia_register_commands``: most of what ``nia --help`` would cost. The rows
-are kept in the user cache folder (see :func:`nia_core.host.cachefiles.cache_folder`)
+are kept in the user cache folder (see :func:`nia_core.plugin_host.cachefiles.cache_folder`)
 with everything they were computed from, and used only while all of it is
 unchanged:
 
@@ -42,7 +42,7 @@ import click
 
 from nia_core.about import __version__
 from nia_core.cli.app import App
-from nia_core.host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
+from nia_core.plugin_host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -257,8 +257,8 @@ def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str], sta
     may have changed after it was read, so its signature would vouch for rows
     made from its older content.
     """
-    from nia_core.host import epcache, local_folders
-    from nia_core.host.discovery import ENTRY_POINT_GROUP
+    from nia_core.plugin_host import epcache, local_folders
+    from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
 
     cwd = os.path.realpath(os.getcwd())
     location = app.locate()

@@ -21,7 +21,7 @@ from nia_core.cli.textin import check_text, read_stdin
 from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn, stop_notes
 from nia_core.errors import NiaError, UsageError
 from nia_core.model import message_content
-from nia_core.providers.base import canonical_model
+from nia_core.providers.names import canonical_model
 from nia_core.providers.pricing import PriceTable, prices_at
 from nia_core.runtime.usage import session_totals, totals_json, totals_text, usage_json, usage_line
 from nia_core.sessions import (

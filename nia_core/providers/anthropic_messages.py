@@ -22,7 +22,6 @@ import json
 from typing import Any
 
 from nia_core.model import Message, ModelRequest, ProviderError, Reply, StreamCallback, ToolCall, Usage
-from nia_core.providers.http import Endpoint, HttpError, ServerSentEvent, decode_event
 from nia_core.providers.lowering import (
     CapabilityTable,
     LoweringError,
@@ -36,6 +35,7 @@ from nia_core.providers.lowering import (
 from nia_core.providers.partial_json import complete_prefix
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
+from nia_core.providers.transport import Endpoint, HttpError, ServerSentEvent, decode_event
 
 NAME = "anthropic-messages"
 API_VERSION = "2023-06-01"

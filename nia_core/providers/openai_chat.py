@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 from nia_core.model import Message, ModelRequest, ProviderError, Reply, StreamCallback, ToolCall, Usage
-from nia_core.providers.http import Endpoint, HttpError, ServerSentEvent, decode_event
 from nia_core.providers.lowering import (
     WRAPPED,
     CapabilityTable,
@@ -29,6 +28,7 @@ from nia_core.providers.lowering import (
 from nia_core.providers.partial_json import complete_prefix
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
+from nia_core.providers.transport import Endpoint, HttpError, ServerSentEvent, decode_event
 
 NAME = "openai-chat"
 

@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 from nia_core.http import redact_url
 from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
-from nia_core.providers.http import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
+from nia_core.providers.transport import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 
 
 class StreamAssembler(ABC):

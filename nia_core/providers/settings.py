@@ -28,8 +28,8 @@ from typing import Any
 from nia_core.http import check_url, redact_url
 from nia_core.project.config import project_tables
 from nia_core.project.toml import project_root_of, read_toml
-from nia_core.providers.http import OPENAI_MAX_SERVER_WAIT, RetryPolicy
 from nia_core.providers.lowering import ModelCapabilities, ProviderConfigError, parse_capabilities
+from nia_core.providers.transport import OPENAI_MAX_SERVER_WAIT, RetryPolicy
 
 REQUEST_TIMEOUT = 600.0
 """Seconds per socket operation (the official SDKs' default)."""

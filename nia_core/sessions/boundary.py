@@ -38,10 +38,10 @@ from nia_core.sessions.epochs import (
     ensure_epoch,
     new_epoch,
 )
-from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import HistoryEntry, SessionState, SessionView, Store
+from nia_core.sessions.store_errors import RefusedInput, RevisionConflict
 
 log = lazy_logger("nia.sessions")
 

@@ -11,9 +11,9 @@ from collections import Counter
 
 from nia_core.model import Message
 from nia_core.sessions.boundary import owed_answers
-from nia_core.sessions.errors import CorruptRecord, StoreError
 from nia_core.sessions.projection import misplaced_input, unsettled_tool_calls
 from nia_core.sessions.store import HistoryEntry, Store
+from nia_core.sessions.store_errors import CorruptRecord, StoreError
 
 
 def session_problems(store: Store, session_id: str, *, distinct_inputs: bool = False) -> list[str]:

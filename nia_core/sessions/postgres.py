@@ -53,13 +53,6 @@ from typing import TYPE_CHECKING, Any
 
 from nia_core.context import Snapshot
 from nia_core.model import MESSAGE_KINDS, Message
-from nia_core.sessions.errors import (
-    CorruptRecord,
-    RevisionConflict,
-    StoreError,
-    UnknownSession,
-    UnsupportedDatabase,
-)
 from nia_core.sessions.postgres_schema import (
     MIGRATIONS,
     MIN_SERVER_VERSION,
@@ -109,6 +102,13 @@ from nia_core.sessions.store import (
     SessionState,
     SessionView,
     Store,
+)
+from nia_core.sessions.store_errors import (
+    CorruptRecord,
+    RevisionConflict,
+    StoreError,
+    UnknownSession,
+    UnsupportedDatabase,
 )
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import Any
 
 from nia_core.model import Message, Reply, Usage
 from nia_core.records import record
-from nia_core.sessions.errors import CorruptRecord
+from nia_core.sessions.store_errors import CorruptRecord
 
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.http import HttpError, RetryPolicy, retry_after, should_retry
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
+from nia_core.providers.transport import HttpError, RetryPolicy, retry_after, should_retry
 from nia_core.sessions.messages import Message, ModelRequest
 from tests.providers.fakeserver import API_KEY, FakeProviderServer
 from tests.providers.rawserver import respond, start_stream

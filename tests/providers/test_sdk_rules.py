@@ -17,9 +17,9 @@ from click.testing import CliRunner, Result
 from nia_core.cli import cli
 from nia_core.model import ModelRequest
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.http import HttpError
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
+from nia_core.providers.transport import HttpError
 from nia_core.sessions.messages import Message
 from tests.providers.fakeserver import API_KEY
 from tests.providers.rawserver import RawServer, respond

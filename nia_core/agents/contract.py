@@ -1,7 +1,7 @@
 """What every host adapter knows: its hook input, its output form, its size limit, the files it loads itself.
 
 Facts come from the host's documentation checked against its real binary
-(``docs/hosts.md`` and ``tests/agents``); where they disagree, the binary wins
+(``docs/hosts.md`` and ``tests/real_agents``); where they disagree, the binary wins
 and the adapter says which document it checked.
 """
 

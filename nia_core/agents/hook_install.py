@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from nia_core.agents.contract import EVENTS
 from nia_core.errors import NiaError
-from nia_core.hosts.base import EVENTS
 
 Scope = Literal["project", "user"]
 HOOK_TIMEOUT = 30
-"""Seconds the host lets nia's hook run (nia's own deadline is shorter; see :mod:`nia_core.hosts.door`)."""
+"""Seconds the host lets nia's hook run (nia's own deadline is shorter; see :mod:`nia_core.agents.answer`)."""
 
 
 class SettingsError(NiaError):

@@ -54,12 +54,11 @@ from nia_core.context import (
 )
 from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.errors import NiaError, RenderError
-from nia_core.host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
-from nia_core.host.fingerprint import DigestCache
-from nia_core.host.host import PluginHost
-from nia_core.host.importing import ImportDeadline, PluginRaised, describe, import_plugin
-from nia_core.host.load import config_disabled, load_host, local_folders
-from nia_core.host.localimport import (
+from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
+from nia_core.plugin_host.fingerprint import DigestCache
+from nia_core.plugin_host.importing import ImportDeadline, PluginRaised, describe, import_plugin
+from nia_core.plugin_host.load import config_disabled, load_host, local_folders
+from nia_core.plugin_host.localimport import (
     FINDER,
     EditablePackage,
     compile_from_source,
@@ -69,8 +68,9 @@ from nia_core.host.localimport import (
     restore_modules,
     take_modules,
 )
-from nia_core.host.plugin import PluginInfo
-from nia_core.host.watch import ignored
+from nia_core.plugin_host.manager import PluginHost
+from nia_core.plugin_host.plugin import PluginInfo
+from nia_core.plugin_host.watch import ignored
 from nia_core.project.toml import ConfigError
 
 UnitKind = Literal["local", "package"]
@@ -504,7 +504,7 @@ class DevSession:
         )
 
     def _load(self, unit: Unit, name: str) -> Any:
-        """Import under the host's deadline; see :mod:`nia_core.host.importing`."""
+        """Import under the host's deadline; see :mod:`nia_core.plugin_host.importing`."""
         if unit.kind == "local":
             return import_plugin(lambda: import_local(name, unit.root), self.host.import_timeout)
         return import_plugin(self._entry_points[name].load, self.host.import_timeout)

@@ -42,10 +42,10 @@ NEVER = {
     "click",
     "tomlkit",
     "nia_core.cli.main",
-    "nia_core.hosts.install",
+    "nia_core.agents.hook_install",
     "nia_core.mcp",
     "nia_core.providers.lookup",
-    "nia_core.providers.http",
+    "nia_core.providers.transport",
     "nia_core.sessions.postgres",
     "nia_core.sessions.compaction",
     "nia_core.sessions.moves",
@@ -129,7 +129,7 @@ def test_an_unchanged_and_a_changed_prompt_import_only_the_hooks_path(project, p
     bare = set(subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True).stdout.split())
     run_hook(project, probe, "SessionStart", "startup")  # the session exists, the entry-point cache is written
     unchanged = run_hook(project, probe, "UserPromptSubmit")
-    assert "nia_core.hosts.door" in unchanged and "nia_core.sessions.sqlite" in unchanged
+    assert "nia_core.agents.answer" in unchanged and "nia_core.sessions.sqlite" in unchanged
     assert (unchanged & (NEVER | LOGGING)) - bare == set()
     (project / "rule.txt").write_text("rule 1\n")
     changed = run_hook(project, probe, "UserPromptSubmit")

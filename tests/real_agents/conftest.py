@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agents.fakemodel import FakeModel
-from tests.agents.harness import nia_program
+from tests.real_agents.fakemodel import FakeModel
+from tests.real_agents.harness import nia_program
 
 PLUGIN = """
 from pathlib import Path

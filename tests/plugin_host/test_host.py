@@ -1,7 +1,7 @@
 import types
 
 from nia_core import ContextSource, Unchanged, Updated, hookimpl, initialize, reconcile
-from nia_core.host import PluginHost, PluginInfo, load_host
+from nia_core.plugin_host import PluginHost, PluginInfo, load_host
 from nia_core.project import locate
 
 

@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 
-from tests.agents.conftest import hook_log, nia, write_plugin
-from tests.agents.fakemodel import SUMMARY, is_compaction
-from tests.agents.harness import ClaudeCode, agent_binary, request_text
+from tests.real_agents.conftest import hook_log, nia, write_plugin
+from tests.real_agents.fakemodel import SUMMARY, is_compaction
+from tests.real_agents.harness import ClaudeCode, agent_binary, request_text
 
 START = "SessionStart hook additional context: "
 PROMPT = "UserPromptSubmit hook additional context: "
@@ -27,7 +27,7 @@ def claude(project, agent_home, server):
 
 
 def _program() -> str:
-    from tests.agents.harness import nia_program
+    from tests.real_agents.harness import nia_program
 
     return nia_program()
 

@@ -14,8 +14,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from tests.agents.fakemodel import FakeModel
-from tests.agents.harness import TURN_TIMEOUT, ClaudeCode, agent_binary, nia_program, request_text
+from tests.real_agents.fakemodel import FakeModel
+from tests.real_agents.harness import TURN_TIMEOUT, ClaudeCode, agent_binary, nia_program, request_text
 
 TOOL = "mcp__nia__context_changes"
 

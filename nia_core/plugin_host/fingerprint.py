@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from nia_core.files import Signature, signature
-from nia_core.host.watch import ignored_name
+from nia_core.plugin_host.watch import ignored_name
 
 MISSING = "missing"
 RACY_NS = 2_000_000_000

@@ -1,6 +1,6 @@
 """``nia hook claude-code|codex`` with each host's stdin JSON: what the host is told, turn by turn.
 
-The real agents are driven in tests/agents; these tests feed the documented
+The real agents are driven in tests/real_agents; these tests feed the documented
 (and binary-verified) hook input directly, for every host, to cover the
 behaviours an agent run cannot trigger on demand.
 """

@@ -25,8 +25,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from nia_core.host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
 from nia_core.lazylog import lazy_logger
+from nia_core.plugin_host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
 from nia_core.records import record
 
 log = lazy_logger("nia.host")
@@ -50,7 +50,7 @@ class EntryPointRecord:
     """The distribution's metadata folder (``*.dist-info``), when known."""
     editable: bool = False
     """An editable install (PEP 610 ``direct_url.json``): its plugin is under development (see
-    :func:`nia_core.host.localimport.compile_from_source`). Kept with the scan, so a start reads no such file."""
+    :func:`nia_core.plugin_host.localimport.compile_from_source`). Kept with the scan, so a start reads no such file."""
 
     @property
     def module(self) -> str:

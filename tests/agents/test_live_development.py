@@ -104,6 +104,6 @@ def test_the_hook_process_loads_no_click_and_no_provider_or_http_code(project):
     )
     assert done.returncode == 0, done.stderr
     modules = set(done.stderr.split("MODULES ", 1)[1].split())
-    assert "nia_core.hosts.door" in modules
-    heavy = {"click", "http.client", "urllib.request", "nia_core.providers.registry", "nia_core.providers.http"}
+    assert "nia_core.agents.answer" in modules
+    heavy = {"click", "http.client", "urllib.request", "nia_core.providers.builtin", "nia_core.providers.transport"}
     assert modules & heavy == set()

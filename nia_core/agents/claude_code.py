@@ -2,7 +2,7 @@
 
 Checked against https://code.claude.com/docs/en/hooks (hook input, the
 ``hookSpecificOutput.additionalContext`` output, SessionStart sources) and the
-binary (``tests/agents``, ``docs/hosts.md``):
+binary (``tests/real_agents``, ``docs/hosts.md``):
 
 - stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
   ``source`` (SessionStart), ``prompt`` (UserPromptSubmit).
@@ -23,8 +23,8 @@ binary (``tests/agents``, ``docs/hosts.md``):
 
 from __future__ import annotations
 
-from nia_core.hosts.base import HostAdapter, NativeFiles, characters
-from nia_core.hosts.transcript import version_field
+from nia_core.agents.contract import HostAdapter, NativeFiles, characters
+from nia_core.agents.transcript import version_field
 
 ADAPTER = HostAdapter(
     name="claude-code",

@@ -1,7 +1,7 @@
 """A compaction drops nia's earlier text from what the model sees: nia notices and starts a new epoch.
 
 The hook input and the transcript records are the ones the real binaries
-wrote (tests/agents drives them): Codex 0.169.0 writes a ``"type":"compacted"``
+wrote (tests/real_agents drives them): Codex 0.169.0 writes a ``"type":"compacted"``
 rollout line before it runs SessionStart ``resume`` then ``compact``; Claude
 Code 2.1.328 runs SessionStart ``compact`` first and writes its
 ``compact_boundary`` line after. These tests cover the orders and the losses
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.test_hook_door import Host, generous_deadline, log, project  # noqa: F401 - fixtures
+from tests.agents.test_hook_answer import Host, generous_deadline, log, project  # noqa: F401 - fixtures
 
 RECORDS = {
     "codex": {
@@ -102,7 +102,7 @@ def test_claude_code_compact_hook_runs_before_its_record_is_written(project, tmp
 
 
 def test_a_compaction_far_back_in_a_long_transcript_is_found(project, tmp_path, monkeypatch):  # noqa: F811
-    from nia_core.hosts import transcript
+    from nia_core.agents import transcript
 
     monkeypatch.setattr(transcript, "TAIL_BYTES", 4096)
     host = Host("codex", project)

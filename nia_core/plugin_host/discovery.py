@@ -18,12 +18,12 @@ from typing import Any
 from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, one_line
-from nia_core.host import epcache
-from nia_core.host.epcache import EntryPointRecord
-from nia_core.host.host import PluginError, PluginHost, static_names
-from nia_core.host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
-from nia_core.host.plugin import PluginInfo
 from nia_core.lazylog import DEBUG, lazy_logger
+from nia_core.plugin_host import epcache
+from nia_core.plugin_host.epcache import EntryPointRecord
+from nia_core.plugin_host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
+from nia_core.plugin_host.manager import PluginError, PluginHost, static_names
+from nia_core.plugin_host.plugin import PluginInfo
 from nia_core.project.paths import shown_path
 from nia_core.records import record
 
@@ -258,7 +258,7 @@ def load_entry_points(
     log.debug("entry points: %d in group 'nia', found in %.1f ms", len(found), (time.monotonic() - started) * 1000)
     editable = {r.module.partition(".")[0] for r in found if r.editable}
     if editable:  # under development: from source in every process, never a stale .pyc
-        from nia_core.host.localimport import compile_from_source
+        from nia_core.plugin_host.localimport import compile_from_source
 
         compile_from_source(editable)
     steps = []
@@ -337,7 +337,7 @@ def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) 
     for folder in folders:
         found = local_plugin_paths(folder)
         if found:  # the import machinery of local plugins, only for a folder that holds some
-            from nia_core.host.localimport import module_name
+            from nia_core.plugin_host.localimport import module_name
         for name, path in found:
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
             steps.append((info, _local_import(name, path)))
@@ -345,7 +345,7 @@ def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) 
 
 
 def _local_import(name: str, path: Path) -> Callable[[], Any]:
-    from nia_core.host.localimport import import_local
+    from nia_core.plugin_host.localimport import import_local
 
     return lambda: import_local(name, path)
 

@@ -2,7 +2,7 @@
 
 Checked against https://developers.openai.com/codex/hooks and the source of
 ``codex-rs/hooks`` (``events/session_start.rs``, ``events/user_prompt_submit.rs``,
-``output_spill.rs``, ``engine/discovery.rs``), then the binary (``tests/agents``):
+``output_spill.rs``, ``engine/discovery.rs``), then the binary (``tests/real_agents``):
 
 - Hooks run only with ``[features] hooks = true``; they are read from
   ``$CODEX_HOME/hooks.json`` and ``<project>/.codex/hooks.json``.
@@ -36,8 +36,8 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 
 from __future__ import annotations
 
-from nia_core.hosts.base import HostAdapter, NativeFiles, utf8_bytes
-from nia_core.hosts.transcript import version_field
+from nia_core.agents.contract import HostAdapter, NativeFiles, utf8_bytes
+from nia_core.agents.transcript import version_field
 
 ADAPTER = HostAdapter(
     name="codex",

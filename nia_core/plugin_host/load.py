@@ -7,8 +7,8 @@ from pathlib import Path
 
 from nia_core.context import Location
 from nia_core.context.source import LOADER_TIMEOUT
-from nia_core.host.discovery import Selection, load_builtins, load_entry_points, load_local
-from nia_core.host.host import PluginHost
+from nia_core.plugin_host.discovery import Selection, load_builtins, load_entry_points, load_local
+from nia_core.plugin_host.manager import PluginHost
 from nia_core.project.config import project_tables
 from nia_core.project.paths import shown_path
 from nia_core.project.toml import ConfigError

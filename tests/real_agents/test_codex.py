@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.agents.conftest import hook_log, nia, write_plugin
-from tests.agents.fakemodel import SUMMARY, Call, Reply, is_compaction
-from tests.agents.harness import Codex, CodexAppServer, agent_binary, nia_program, request_text
+from tests.real_agents.conftest import hook_log, nia, write_plugin
+from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction
+from tests.real_agents.harness import Codex, CodexAppServer, agent_binary, nia_program, request_text
 
 COMPACT_AT = "model_auto_compact_token_limit = 1000\n"
 """Codex compacts once a response reports more tokens than this (codex-rs ``auto_compact_token_status``)."""

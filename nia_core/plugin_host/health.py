@@ -15,7 +15,7 @@ from __future__ import annotations
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
 from nia_core.context.observe import max_source_bytes, too_large
 from nia_core.errors import one_line
-from nia_core.host.host import PluginHost
+from nia_core.plugin_host.manager import PluginHost
 from nia_core.process import is_user_interrupt
 from nia_core.stdio import PLUGIN_CODE
 

@@ -10,9 +10,9 @@ import pytest
 import nia_plugins.git
 import nia_plugins.instructions
 from nia_core import hookimpl, hookspecs
-from nia_core.host.discovery import register_imported
-from nia_core.host.host import PluginHost, static_names
-from nia_core.host.plugin import PluginInfo
+from nia_core.plugin_host.discovery import register_imported
+from nia_core.plugin_host.manager import PluginHost, static_names
+from nia_core.plugin_host.plugin import PluginInfo
 
 
 def _module() -> types.ModuleType:
@@ -251,7 +251,7 @@ def test_the_host_registers_an_object_plugin_with_a_hostile_dir_as_it_registers_
 @pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
 def test_a_pluggy_without_the_private_parts_nia_uses_still_registers_every_hook(plugin, monkeypatch):
     """A pluggy release that moves ``HookImpl`` or ``_static_hook_attr`` gets pluggy's own registration."""
-    import nia_core.host.host as host_module
+    import nia_core.plugin_host.manager as host_module
 
     monkeypatch.setattr(host_module, "STATIC_REGISTRATION", False)
     ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")

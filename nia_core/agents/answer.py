@@ -22,12 +22,12 @@ from collections.abc import Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING
 
+from nia_core.agents import hook_log
+from nia_core.agents.contract import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
+from nia_core.agents.hook_settings import deliver_native_files
+from nia_core.agents.output_limit import SPILLED, fit, spilled_texts
+from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
-from nia_core.hosts import hooklog
-from nia_core.hosts.base import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
-from nia_core.hosts.output import SPILLED, fit, spilled_texts
-from nia_core.hosts.settings import deliver_native_files
-from nia_core.hosts.transcript import Transcript
 from nia_core.records import record
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ class HookRun:
     """What one hook invocation prints, and what it logs."""
 
     stdout: str = ""
-    entry: hooklog.Entry = field(default_factory=lambda: hooklog.Entry("", "", "", ""))
+    entry: hook_log.Entry = field(default_factory=lambda: hook_log.Entry("", "", "", ""))
 
     @property
     def warnings(self) -> list[str]:
@@ -62,7 +62,7 @@ def deadline() -> float:
 
 def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
     """Answer one hook: parse, attach, run the boundary, fit the text. Never raises."""
-    result = HookRun(entry=hooklog.Entry(adapter.name, "", "", ""))
+    result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
         hook = adapter.parse(data)
@@ -147,7 +147,7 @@ def _in_flight(hook: HookInput, session_id: str) -> bool:
     """
     if hook.event != "UserPromptSubmit":
         return False
-    previous = hooklog.last_entry(session_id)
+    previous = hook_log.last_entry(session_id)
     return previous is not None and previous.get("event") == "SessionStart"
 
 
@@ -256,7 +256,7 @@ def emit(result: HookRun) -> None:
             sys.stderr.write(f"nia: {line}\n")
         except OSError:
             break
-    hooklog.append(entry.stamp())
+    hook_log.append(entry.stamp())
 
 
 @contextlib.contextmanager
@@ -282,7 +282,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
     def expire() -> None:
         try:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
-            hooklog.append(hooklog.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
+            hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
             os._exit(0)
 
@@ -294,7 +294,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
 
 def answer(host: str, runtime: Runtime) -> None:
     """One hook process: stdin to stdout (nothing else on it), under the watchdog; always returns."""
-    from nia_core.hosts import adapter
+    from nia_core.agents import adapter
 
     timer = watchdog(host, deadline())
     try:

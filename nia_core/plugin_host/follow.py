@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from nia_core.host.reload import DevSession, ReloadResult
-from nia_core.host.watch import Batch, ChangeWatcher, ignored
+from nia_core.plugin_host.reload import DevSession, ReloadResult
+from nia_core.plugin_host.watch import Batch, ChangeWatcher, ignored
 
 POLL_SECONDS = 0.5
 """Longest wait for a batch before checking the stop request and the re-observation clock."""

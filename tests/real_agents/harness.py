@@ -4,7 +4,7 @@
   (``.ci/agents.sh`` installs the pinned versions there and prints the export
   line). Without them a test skips with one line, unless ``NIA_REQUIRE_AGENTS=1``
   (CI) turns the skip into a failure.
-- :class:`~tests.agents.fakemodel.FakeModel` is the loopback model server that
+- :class:`~tests.real_agents.fakemodel.FakeModel` is the loopback model server that
   records every request.
 - :class:`ClaudeCode` and :class:`Codex` run one non-interactive turn each, with
   a temporary ``HOME`` (and ``CODEX_HOME``) so nothing of the machine's own
@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from tests.agents.fakemodel import FakeModel
+from tests.real_agents.fakemodel import FakeModel
 
 CLAUDE_CODE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
