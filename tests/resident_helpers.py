@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,7 +59,8 @@ def residents(env: dict[str, str] | None = None) -> dict:
 
 
 def count(env: dict[str, str] | None = None) -> int:
-    return len(residents(env)["residents"])
+    """How many resident processes answer hooks (started ones still loading do not count)."""
+    return sum(1 for r in residents(env)["residents"] if r["ready"])
 
 
 def wait_for_resident(before: int, env: dict[str, str] | None = None) -> None:
@@ -104,3 +106,81 @@ def assert_resident_answered(env: dict[str, str] | None = None, log_dir: Path | 
         return
     paths = [e.get("answered_by") for e in entries]
     assert "resident" in paths, f"no hook of this test was answered by a resident process: {paths}"
+
+
+def log_entries(env: dict[str, str] | None = None) -> list[dict]:
+    out = run_nia(["hook", "log", "--json", "--last", "200"], env)
+    return sorted((json.loads(line) for line in out.splitlines() if line.strip()), key=lambda e: e.get("time", ""))
+
+
+STARTS = ("yet", "ended", "went away", "did not answer", "changed")
+"""Words of the fallbacks after which a hook starts a resident process."""
+
+
+@contextlib.contextmanager
+def agent_turn(env: dict[str, str]) -> Iterator[None]:
+    """Around one real agent turn in the resident mode: a resident that was ready must answer its hooks.
+
+    Afterwards, when a hook of the turn started a resident, wait until it is ready for the next turn.
+    """
+    if not RESIDENT["on"]:
+        yield
+        return
+    ready = count(env) > 0
+    seen = len(log_entries(env))
+    yield
+    new = log_entries(env)[seen:]
+    if ready and new:
+        assert any(e.get("answered_by") == "resident" for e in new), [(e.get("event"), e.get("fallback")) for e in new]
+    if any(e.get("answered_by") == "in-process" and any(w in e.get("fallback", "") for w in STARTS) for e in new):
+        wait_for_resident(0, env)
+
+
+_WARMING = threading.Lock()
+
+
+def env_for_mode(env: dict[str, str]) -> dict[str, str]:
+    """A test's own environment, with this test's resident mode and its private socket folder."""
+    return {
+        **env,
+        "NIA_RESIDENT": "1" if RESIDENT["on"] else "0",
+        "NIA_RESIDENT_IDLE": os.environ.get("NIA_RESIDENT_IDLE", "300"),
+        "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
+    }
+
+
+def is_hook(args: tuple[str, ...] | list[str]) -> bool:
+    return len(args) >= 2 and args[-2] == "hook" and args[-1] in ("claude-code", "codex")
+
+
+def warm(argv: list[str], env: dict[str, str], cwd: Path) -> None:
+    """In the resident mode: make sure a resident process answers hooks run as ``argv`` in ``env`` and ``cwd``.
+
+    A hook event nia ignores is sent first; when it was answered in-process, the resident it
+    started is waited for.
+    """
+    if not RESIDENT["on"]:
+        return
+    with _WARMING:
+        before = count(env)
+        ignored = {"hook_event_name": "PreToolUse", "session_id": "warm-up", "cwd": str(cwd)}
+        subprocess.run(argv, input=json.dumps(ignored), capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+        mine = [e for e in log_entries(env) if e.get("host_session") == "warm-up"]
+        if not mine or mine[-1].get("answered_by") != "resident":
+            wait_for_resident(before, env)
+
+
+def check_answered(env: dict[str, str], stdin: bytes | str | None) -> None:
+    """In the resident mode: the hook of session ``stdin`` names was answered by the resident (or it was busy)."""
+    if not RESIDENT["on"] or not stdin:
+        return
+    try:
+        session = json.loads(stdin).get("session_id")
+    except (ValueError, AttributeError):
+        return
+    if not isinstance(session, str) or not session:
+        return
+    mine = [e for e in log_entries(env) if e.get("host_session") == session]
+    if mine:
+        last = mine[-1]
+        assert last.get("answered_by") == "resident" or "busy" in last.get("fallback", ""), last

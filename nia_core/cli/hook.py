@@ -142,7 +142,8 @@ def _residents_text() -> None:
     for r in found:
         memory = f"{r.memory / (1024 * 1024):.1f} MiB" if r.memory is not None else "?"
         where = ", ".join(r.projects) or r.cwd
-        click.echo(f"  pid {r.pid:<8} up {_duration(r.age):<9} {memory:>10}  {where}")
+        state = "" if r.ready else "  (starting)"
+        click.echo(f"  pid {r.pid:<8} up {_duration(r.age):<9} {memory:>10}  {where}{state}")
 
 
 def _duration(seconds: float) -> str:

@@ -38,6 +38,8 @@ class Resident:
     """Resident set size in bytes (``/proc``), when known."""
     nia: str = ""
     options: dict[str, Any] = field(default_factory=dict)
+    ready: bool = True
+    """Whether it answers hooks yet (``False``: still loading)."""
 
     @property
     def age(self) -> float:
@@ -52,11 +54,12 @@ class Resident:
             "memory_bytes": self.memory,
             "nia": self.nia,
             "key": self.key,
+            "ready": self.ready,
         }
 
 
 def running() -> tuple[list[Resident], str]:
-    """The resident processes running now, oldest first, and a problem with the folder (``""`` when none)."""
+    """The resident processes running now (starting ones too), oldest first, and a problem with the folder."""
     try:
         place = folder.folder(create=False)
     except FileNotFoundError:
@@ -108,6 +111,7 @@ def _read(place: str, key: str) -> Resident | None:
         _memory(pid),
         str(data.get("nia") or ""),
         data.get("options") if isinstance(data.get("options"), dict) else {},
+        bool(data.get("ready", True)),
     )
 
 
@@ -132,6 +136,8 @@ def stop(resident: Resident, timeout: float = 5.0) -> bool:
     except OSError:
         return False
     path = os.path.join(place, resident.key + ".sock")
+    if not resident.ready:
+        return _terminate(place, resident, timeout)
     with contextlib.suppress(OSError, NoAnswer), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         folder.socket_ok(path)
         conn.settimeout(timeout)
@@ -142,6 +148,11 @@ def stop(resident: Resident, timeout: float = 5.0) -> bool:
         reply = conn.recv(4096)
         if pid == resident.pid and reply:
             return _ended(place, resident.key, timeout)
+    return _terminate(place, resident, timeout)
+
+
+def _terminate(place: str, resident: Resident, timeout: float) -> bool:
+    """``SIGTERM`` to a resident still holding its lock (one loading plugins, or one that does not answer)."""
     if _locked(os.path.join(place, resident.key + ".lock")):
         import signal
 

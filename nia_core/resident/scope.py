@@ -4,8 +4,9 @@ Everything that can change an answer, short of the files a boundary reads
 anyway: nia's version and the protocol, the interpreter with its options and
 ``sys.path``, the installed distributions (each ``sys.path`` folder's
 modification time moves when a distribution is installed, upgraded or
-removed), the working directory, the user, the environment, and the command's
-plugin options. Two hooks with the same scope share a resident process; any
+removed; the working directory's own entry of ``python -c`` is not watched),
+the working directory, the user, the environment, and the command's plugin
+options. Two hooks with the same scope share a resident process; any
 difference gets another one. The client and the resident compute it with
 the same function, and the resident compares the whole scope a client sends
 with its own before answering, so the socket's name (a digest) never decides
@@ -54,8 +55,11 @@ def scope(options: dict[str, Any] | None = None) -> dict[str, Any]:
     """
     installed: list[int | None] = []
     for entry in sys.path:
+        if entry in ("", os.curdir):  # ``python -c``: the working directory, whose every new file would count
+            installed.append(None)
+            continue
         try:
-            installed.append(os.stat(entry or os.curdir).st_mtime_ns)
+            installed.append(os.stat(entry).st_mtime_ns)
         except OSError:
             installed.append(None)
     return {

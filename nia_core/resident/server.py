@@ -79,8 +79,9 @@ class Resident:
         self.started = time.time()
         self.ending = ""
         self.projects: list[str] = []
-        self.listener: socket.socket | None = None
         self.bound: tuple[int, int] | None = None
+        self.wake = os.pipe()
+        """Written to by :meth:`end`: the accept loop wakes up without polling."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -122,15 +123,13 @@ class Resident:
         self.freshness.forget_modules()
 
     def end(self, why: str) -> None:
-        """Stop taking hooks; the process ends once the hooks being answered are answered."""
+        """Stop taking hooks; the process ends once the hooks being answered are answered (safe in a signal handler)."""
         if self.ending:
             return
         self.ending = why
         self._unlink_socket()
-        listener = self.listener
-        if listener is not None:
-            with contextlib.suppress(OSError):
-                listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            os.write(self.wake[1], b"x")  # the accept loop waits on this too
 
     def _unlink_socket(self) -> None:
         """Remove the socket file, but only while it is the one this process bound."""
@@ -144,6 +143,7 @@ class Resident:
         from nia_core.resident.residents import metadata_path
 
         data = {
+            "ready": self.bound is not None,
             "pid": os.getpid(),
             "started": self.started,
             "cwd": self.scope.get("cwd"),
@@ -157,9 +157,18 @@ class Resident:
     # -- serving ----------------------------------------------------------------------
 
     def serve(self, listener: socket.socket) -> None:
-        """Accept hooks until idle or asked to end; each connection on a thread of its own."""
-        self.listener = listener
+        """Accept hooks until idle or asked to end; each connection on a thread of its own.
+
+        The loop sleeps in one ``poll`` on the socket and the wake-up pipe, with
+        the idle time left as its timeout: an idle resident makes no system call.
+        """
+        import select
+
         idle = idle_seconds()
+        listener.setblocking(False)
+        waiting = select.poll()
+        waiting.register(listener, select.POLLIN)
+        waiting.register(self.wake[0], select.POLLIN)
         while not self.ending:
             remaining = idle - (time.monotonic() - self.last)
             if remaining <= 0:
@@ -167,18 +176,21 @@ class Resident:
                     self.end(f"idle for {idle:g}s")
                     break
                 remaining = idle
-            listener.settimeout(remaining)
+            ready = waiting.poll(max(1, int(remaining * 1000)))
+            if self.ending:
+                break
+            if not any(fd == listener.fileno() for fd, _ in ready):
+                continue
             try:
                 conn, _ = listener.accept()
-            except TimeoutError:
+            except (BlockingIOError, InterruptedError):
                 continue
-            except OSError:
-                break  # shut down by end()
+            conn.setblocking(True)
             self.last = time.monotonic()
             threading.Thread(target=self.connection, args=(conn,), name="nia-resident-hook", daemon=True).start()
         deadline = time.monotonic() + 30
         while self.active and time.monotonic() < deadline:
-            time.sleep(0.05)
+            time.sleep(0.05)  # the hooks being answered finish (bounded)
 
     def connection(self, conn: socket.socket) -> None:
         self.active += 1
@@ -415,14 +427,35 @@ def _log_to(path: str) -> None:
 
 def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
     from nia_core.agents.answer import log_to_stderr
+    from nia_core.resident.residents import metadata_path
 
     log_to_stderr()
     resident = Resident(options, found, place, key)
-    signal.signal(signal.SIGTERM, lambda *_: resident.end("SIGTERM"))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    resident.warm()
+    resident.write_metadata()  # "starting": listed, and SIGTERM (still the default action) ends it at once
+    try:
+        resident.warm()
+        listener = _listen(resident)
+        if listener is None:
+            return
+        signal.signal(signal.SIGTERM, lambda *_: resident.end("SIGTERM"))
+        try:
+            resident.write_metadata()
+            resident.serve(listener)
+        finally:
+            resident.end(resident.ending or "ended")
+            listener.close()
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(metadata_path(place, key))
+        with contextlib.suppress(Exception):
+            resident.runtime.close()
+
+
+def _listen(resident: Resident) -> socket.socket | None:
+    """The listening socket, bound under a temporary name and renamed into place (over a dead resident's)."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    temporary = os.path.join(place, f".{key}.{os.getpid()}.sock")
+    temporary = os.path.join(resident.place, f".{resident.key}.{os.getpid()}.sock")
     previous = os.umask(0o077)
     try:
         with contextlib.suppress(FileNotFoundError):
@@ -431,23 +464,12 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
         listener.listen(64)
         info = os.lstat(temporary)
         resident.bound = (info.st_dev, info.st_ino)
-        os.replace(temporary, resident.socket_path)  # atomically over a dead resident's socket, if any
+        os.replace(temporary, resident.socket_path)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         listener.close()
-        return
+        return None
     finally:
         os.umask(previous)
-    try:
-        resident.write_metadata()
-        resident.serve(listener)
-    finally:
-        resident.end(resident.ending or "ended")
-        listener.close()
-        from nia_core.resident.residents import metadata_path
-
-        with contextlib.suppress(OSError):
-            os.unlink(metadata_path(place, key))
-        with contextlib.suppress(Exception):
-            resident.runtime.close()
+    return listener

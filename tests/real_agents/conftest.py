@@ -10,6 +10,7 @@ import pytest
 
 from tests.real_agents.fakemodel import FakeModel
 from tests.real_agents.harness import nia_program
+from tests.resident_helpers import resident_mode
 
 PLUGIN = """
 from pathlib import Path
@@ -64,3 +65,10 @@ def agent_home(tmp_path: Path) -> Path:
     home = tmp_path / "agent-home"
     home.mkdir()
     return home
+
+
+@pytest.fixture(autouse=True, params=["in-process", "resident"])
+def hook_mode(request, monkeypatch):
+    """Each test twice: the hooks answered in their own process, and by a resident process (tests/resident_helpers)."""
+    with resident_mode(monkeypatch, request.param == "resident") as mode:
+        yield mode
