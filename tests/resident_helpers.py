@@ -176,7 +176,7 @@ def check_answered(env: dict[str, str], stdin: bytes | str | None) -> None:
         return
     try:
         session = json.loads(stdin).get("session_id")
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):  # hostile input: no session to look for
         return
     if not isinstance(session, str) or not session:
         return

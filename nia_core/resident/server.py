@@ -276,12 +276,10 @@ class Resident:
                 self.projects.append(root)
                 with contextlib.suppress(Exception):
                     self.write_metadata()
-        for name in PER_HOOK:
-            value = per_hook.get(name)
-            if isinstance(value, str):
-                os.environ[name] = value
-            else:
-                os.environ.pop(name, None)
+        _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
+        with contextlib.suppress(OSError):
+            if os.getcwd() != self.scope["cwd"]:
+                os.chdir(self.scope["cwd"])  # a plugin that moved the process does not move the next hook
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
         with _captured() as stderr:
@@ -298,6 +296,19 @@ class Resident:
         if len(abandoned_threads()) > abandoned:
             self.end("a plugin left a thread nia had to abandon")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+
+def _environment(scope: dict[str, str], per_hook: dict[str, str]) -> None:
+    """Make ``os.environ`` exactly the hook's: the scope's variables and the hook's own :data:`PER_HOOK` ones.
+
+    What a plugin set or removed during an earlier hook is undone, as a new process would start without it.
+    """
+    wanted = {**scope, **per_hook}
+    for name in [name for name in os.environ if name not in wanted]:
+        del os.environ[name]
+    for name, value in wanted.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 class _Captured:

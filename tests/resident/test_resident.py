@@ -244,14 +244,18 @@ def test_the_resident_killed_at_every_step_admits_nothing_twice_and_loses_nothin
 def test_a_different_environment_gets_another_resident_and_agent_variables_reach_each_hook(world):
     (world.plugins / "env.py").write_text(
         "import os\nfrom nia_core import ContextSource, hookimpl\n"
+        "def seen():\n"
+        "    found = [os.environ.get(name, '-') for name in ('TEAM', 'CLAUDE_PID', 'LEFT_BY_A_PLUGIN')]\n"
+        "    os.environ['LEFT_BY_A_PLUGIN'] = 'yes'\n"
+        "    os.chdir('/')\n"
+        "    return found\n"
         "@hookimpl\ndef nia_context_sources(location):\n"
-        "    return [ContextSource(key='env/x', load=lambda: [os.environ.get('TEAM', '-'), "
-        "os.environ.get('CLAUDE_PID', '-')], baseline=lambda v: f'TEAM={v[0]} PID={v[1]}')]\n"
+        "    return [ContextSource(key='env/x', load=seen, baseline=lambda v: 'TEAM=%s PID=%s LEFT=%s' % tuple(v))]\n"
     )
     world.started()
     world.run("a", "SessionStart", "startup", env={"CLAUDE_PID": "100"})
     baseline = world.text(world.run("b", "SessionStart", "startup", env={"CLAUDE_PID": "200"}))
-    assert "TEAM=- PID=200" in baseline
+    assert "TEAM=- PID=200 LEFT=-" in baseline  # nothing an earlier hook's plugin set reaches this one
     assert [e["answered_by"] for e in world.log()[-2:]] == ["resident", "resident"]
     assert len(world.residents()) == 1  # CLAUDE_PID changes with every `claude` process: same resident
 
@@ -261,7 +265,8 @@ def test_a_different_environment_gets_another_resident_and_agent_variables_reach
     world.ready(more_than=1)
     again = world.run("c", "UserPromptSubmit", env={"TEAM": "blue"})
     assert world.text(again) is None and world.log()[-1]["answered_by"] == "resident"
-    assert "TEAM=- PID=300" in world.text(world.run("d", "SessionStart", "startup", env={"CLAUDE_PID": "300"}))
+    third = world.text(world.run("d", "SessionStart", "startup", env={"CLAUDE_PID": "300"}))
+    assert "TEAM=- PID=300 LEFT=-" in third and f"Working directory: {world.root}" in third
 
 
 def test_installing_or_removing_a_plugin_package_is_noticed(world, tmp_path):
