@@ -45,7 +45,10 @@ def test_importing_nia_core_loads_the_engine_only():
         m
         for m in modules
         if m.split(".")[:2]
-        in (["nia_core", p] for p in ("project", "plugin_host", "sessions", "providers", "runtime", "cli", "agents", "mcp"))
+        in (
+            ["nia_core", p]
+            for p in ("project", "plugin_host", "sessions", "providers", "runtime", "cli", "agents", "mcp")
+        )
         or m in ("click", "http.client", "urllib.request", "sqlite3", "tomlkit")
     ]
     assert "nia_core.context" in modules and "nia_core.model" in modules
