@@ -537,16 +537,19 @@ class PluginHost:
         skip_broken: bool = True,
         every: bool = False,
         plugin: str | None = None,
+        per_plugin: Callable[[str], dict[str, Any]] | None = None,
     ) -> tuple[list[tuple[str, Any]], list[HookProblem]]:
-        """Call every implementation of ``hook`` on its own.
+        """Call every implementation of ``hook`` on its own, in pluggy's order.
 
         The one way nia calls plugin hooks: each implementation gets the
         arguments it names (``config``: its ``[plugins.NAME]`` table at
-        ``location``); one that raises becomes a :class:`HookProblem` and the
-        others still run. Implementations are called in registration order (the
-        first registered wins a clash); a ``firstresult`` or historic hook goes in
-        pluggy's call order and stops at the first answer that is not ``None``. Returns
-        ``(plugin, result)`` of each that answered, and the problems; the
+        ``location``; ``per_plugin(name)``: arguments of its own); one that
+        raises becomes a :class:`HookProblem` and the others still run. The
+        order is the one ``pm.hook.NAME(...)`` would call them in: ``tryfirst``
+        implementations, then plain ones, then ``trylast`` ones, the most
+        recently registered first within each group. A ``firstresult`` hook
+        stops at the first answer that is not ``None``. Returns ``(plugin,
+        result)`` of each that answered, in call order, and the problems; the
         caller decides what a problem means (broken plugin, strict error).
         Plugins already broken are skipped unless ``skip_broken`` is false;
         ``every`` asks a ``firstresult`` hook's every implementation (a check);
@@ -554,11 +557,9 @@ class PluginHost:
         """
         caller = getattr(self.pm.hook, hook)
         first_result = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
-        historic = bool(caller.spec is not None and caller.spec.opts.get("historic"))
-        impls = caller.get_hookimpls()
         answers: list[tuple[str, Any]] = []
         problems: list[HookProblem] = []
-        for impl in reversed(impls) if first_result or historic else impls:
+        for impl in reversed(caller.get_hookimpls()):  # pluggy calls its list from the end (see _add_hookimpl)
             name = impl.plugin_name
             if plugin is not None and name != plugin:
                 continue
@@ -566,6 +567,8 @@ class PluginHost:
             if skip_broken and info is not None and info.error:
                 continue
             given = dict(arguments)
+            if per_plugin is not None:
+                given.update(per_plugin(name))
             if "config" in impl.argnames and location is not None:
                 given["config"] = self.plugin_config(name, location)
             try:
@@ -580,6 +583,12 @@ class PluginHost:
             if first_result and result is not None and not every:
                 break
         return answers, problems
+
+    def load_order(self, names: Iterable[str]) -> list[str]:
+        """``names`` in the order their plugins were loaded: where two plugins claim one name
+        (a command, a provider), the one loaded first keeps it, whatever order pluggy called them in."""
+        order = {name: index for index, name in enumerate(self.plugins)}
+        return sorted(names, key=lambda name: order.get(name, len(order)))
 
     def summarize(self, messages: list[Any]) -> str | None:
         """The first plugin's ``nia_summarize`` answer; one that raises is marked broken and the next asked."""
@@ -596,9 +605,28 @@ class PluginHost:
         return None
 
     def register_commands(self, cli: Any) -> None:
-        _, problems = self.call_each("nia_register_commands", {"cli": cli}, skip_broken=False)
-        for problem in problems:  # one plugin must not break the CLI
+        """Each plugin adds its commands to a group of its own; a name two plugins add stays with the one
+        loaded first (the other's command is left out, with a warning), and one plugin must not break the CLI."""
+        import click
+
+        groups: dict[str, click.Group] = {}
+        _, problems = self.call_each(
+            "nia_register_commands",
+            {},
+            skip_broken=False,
+            per_plugin=lambda name: {"cli": groups.setdefault(name, click.Group(name))},
+        )
+        for problem in problems:
+            groups.pop(problem.plugin, None)
             self._mark_broken(problem.plugin, problem.message)
+        owners: dict[str, str] = {}
+        for name in self.load_order(groups):
+            for command_name, command in groups[name].commands.items():
+                if command_name in owners:
+                    log.warning("plugin %r: command %r is taken by plugin %r", name, command_name, owners[command_name])
+                    continue
+                owners[command_name] = name
+                cli.add_command(command, command_name)
 
     def _mark_broken(self, name: str, error: str) -> None:
         info = self.plugins.get(name)
