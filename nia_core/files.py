@@ -33,9 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
-
-from nia_core.records import record
+from typing import Any, NamedTuple
 
 Signature = tuple[int, int, int, int, int]
 
@@ -95,9 +93,12 @@ HARD_LINKED = "has more than one hard link (another name of the file may lie out
 """Why a project file with several names is refused: nia cannot tell where the other names are."""
 
 
-@record(frozen=True)
-class Content:
-    """What was read from one opened and checked file."""
+class Content(NamedTuple):
+    """What was read from one opened and checked file.
+
+    A named tuple, not a record: a cached ``nia --help`` reads its cache
+    through this module and loads no :mod:`dataclasses`.
+    """
 
     data: bytes
     """At most ``limit + 1`` bytes; more than ``limit`` means the file is oversize."""
@@ -593,3 +594,112 @@ def _open_step(fd: int, part: str, here: str, base: str, shown: str) -> int:
         os.close(step)
         raise Refused(f"{shown} changed while it was opened (a symlink swapped in)", transient=True)
     return step
+
+
+# -- Files nia keeps for itself (the user cache folder) -------------------------------------------
+
+PRIVATE_LIMIT = 16 * 1024 * 1024
+"""The largest file nia reads back from its own folders (a listing of hundreds of plugins is well under 1 MiB)."""
+_GROUP_OR_WORLD_WRITABLE = stat.S_IWGRP | stat.S_IWOTH
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _not_private(info: os.stat_result, what: str) -> str | None:
+    """Why ``what`` (stat ``info``) cannot be trusted as the current user's alone, else ``None``."""
+    if info.st_uid != os.geteuid():
+        return f"{what} is owned by another user (uid {info.st_uid})"
+    if info.st_mode & _GROUP_OR_WORLD_WRITABLE:
+        return f"{what} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def open_private_folder(path: str | os.PathLike[str], *, create: bool = False) -> int:
+    """A descriptor on a folder of nia's own (its cache folder), checked to be the current user's alone.
+
+    Another user who owns the folder, or may write in it (a shared
+    ``XDG_CACHE_HOME``), could plant what a later run trusts: :class:`Refused`
+    then says who owns it or its mode. ``create`` makes a missing folder
+    (``0o700``). Every file in it is then opened through the descriptor, so a
+    folder swapped after the check is never the one read. The caller closes it.
+    """
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(path, 0o700, exist_ok=True)
+        fd = os.open(path, _DIR_FLAGS)
+    try:
+        problem = _not_private(os.fstat(fd), "the folder")
+    except BaseException:
+        os.close(fd)
+        raise
+    if problem is not None:
+        os.close(fd)
+        raise Refused(problem)
+    return fd
+
+
+def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE_LIMIT) -> bytes:
+    """The bytes of ``folder/name``, a file nia wrote for itself; :class:`Refused` unless it can be trusted.
+
+    The same rules as :func:`read_checked`, with the current user in place of
+    the project root: the folder passes :func:`open_private_folder`; the file
+    is opened through it with ``O_NOFOLLOW | O_NONBLOCK`` and must be a regular
+    file the current user owns that no one else may write; at most
+    ``limit + 1`` bytes are read, and more is refused. Raises ``OSError`` like
+    :func:`open` for a missing file.
+    """
+    folder_fd = open_private_folder(folder)
+    try:
+        try:
+            fd = os.open(name, _OPEN_FLAGS, dir_fd=folder_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Refused("is a symbolic link") from None
+            raise
+    finally:
+        os.close(folder_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("is not a regular file")
+        problem = _not_private(info, "it")
+        if problem is not None:
+            raise Refused(problem)
+        data = read_fd(fd, limit)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Refused(f"is larger than {limit} bytes")
+    return data
+
+
+def write_private(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
+    """Replace ``folder/name`` with ``data`` whole, in a folder :func:`open_private_folder` trusts (made if missing).
+
+    A reader sees the old file or the new one. The temporary file is created
+    through the folder's descriptor with ``O_EXCL | O_NOFOLLOW`` (mode
+    ``0o600``) and named after this process, not made by :mod:`tempfile`
+    (whose import costs a cached start more than the write). Raises
+    ``OSError`` (:class:`Refused` for a folder another user could write to).
+    """
+    folder_fd = open_private_folder(folder, create=True)
+    temporary = f".{name}-{os.getpid()}-{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=folder_fd)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(folder_fd)

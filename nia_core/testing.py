@@ -27,7 +27,7 @@ import pytest
 
 if TYPE_CHECKING:
     from nia_core.context import Assembly, Change, ContextSource, Location, LocationContext, Snapshot
-    from nia_core.host import PluginHost, PluginInfo
+    from nia_core.plugin_host import PluginHost, PluginInfo
 
 __all__ = [
     "Boundary",
@@ -142,8 +142,8 @@ def add_plugin(host: PluginHost, plugin: object, *, name: str | None = None, bui
     signatures, unknown hooks). ``builtin`` defaults to whether it is one of
     nia's built-ins; only built-ins may use the reserved ``nia/`` namespace.
     """
-    from nia_core.host import PluginInfo
-    from nia_core.host.discovery import register_imported
+    from nia_core.plugin_host import PluginInfo
+    from nia_core.plugin_host.discovery import register_imported
     from nia_plugins import BUILTINS
 
     if builtin is None:
@@ -167,7 +167,7 @@ def make_host(
     a test fails loudly; pass ``strict=False`` to see how nia isolates it.
     """
     from nia_core.context import LOADER_TIMEOUT
-    from nia_core.host import PluginHost
+    from nia_core.plugin_host import PluginHost
 
     host = PluginHost(strict=strict, timeout=LOADER_TIMEOUT if timeout is None else timeout)
     for plugin in plugins:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # imported on first use: `nia --help` loads no session layer,
     from pathlib import Path
 
     from nia_core.context import Location, LocationContext
-    from nia_core.host import PluginHost
+    from nia_core.plugin_host import PluginHost
     from nia_core.runtime import Runtime
 
 
@@ -73,7 +73,7 @@ class App:
         return {info.module for host in self._hosts for info in host.infos() if info.module}
 
     def locate(self, directory: str | Path | None = None) -> Location:
-        from nia_core.project.location import locate
+        from nia_core.project.locate import locate
 
         return locate(directory)
 

@@ -17,8 +17,8 @@ from nia_core.context import ReplacementBlocked, ReplacementReady, Unchanged, Up
 from nia_core.context.system import Reconciliation
 
 if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
-    from nia_core.host.reload import Baseline, DevSession, ReloadResult
-    from nia_core.host.watch import ChangeWatcher
+    from nia_core.plugin_host.reload import Baseline, DevSession, ReloadResult
+    from nia_core.plugin_host.watch import ChangeWatcher
 
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
@@ -63,8 +63,8 @@ def dev(
         for name in ("nia.registry", "nia.host", "nia.context"):
             logging.getLogger(name).setLevel(logging.ERROR)
     printer = JsonPrinter() if as_json else TextPrinter()
-    from nia_core.host.reload import DevSession
-    from nia_core.host.watch import ChangeWatcher, WatchSettings
+    from nia_core.plugin_host.reload import DevSession
+    from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 
     tuning = {"step_ms": step_ms, "debounce_ms": debounce_ms, "settle_ms": settle_ms}
     settings = WatchSettings(poll=True if poll else None, **{k: v for k, v in tuning.items() if v is not None})
@@ -81,7 +81,7 @@ def dev(
 
 def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debug: bool = False) -> None:
     """Reload after each batch of changes until interrupted; one reload at a time."""
-    from nia_core.host.follow import follow
+    from nia_core.plugin_host.follow import follow
 
     follow(
         session,
@@ -237,7 +237,7 @@ class JsonPrinter(Printer):
         self.emit({"event": "problem", "message": message})
 
     def crash(self, exc: Exception) -> None:
-        from nia_core.host.reload import ReloadError
+        from nia_core.plugin_host.reload import ReloadError
 
         error = ReloadError(None, f"reload failed: {type(exc).__name__}: {exc}")
         self.emit({"event": "error", "error": error.to_json()})

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
+from nia_core.agents import ADAPTERS
 from nia_core.cli.app import App
-from nia_core.hosts import ADAPTERS
 
 
 @click.group()
@@ -24,16 +24,16 @@ def hook() -> None:
 def _hook_command(name: str) -> click.Command:
     @click.command(name)
     @click.pass_context
-    def answer(ctx: click.Context) -> None:
-        from nia_core.hosts import door
+    def run_hook(ctx: click.Context) -> None:
+        from nia_core.agents import answer
 
-        door.answer(name, App.of(ctx).runtime)
+        answer.answer(name, App.of(ctx).runtime)
 
-    answer.help = (
+    run_hook.help = (
         f"The command {name}'s hooks run: reads the hook JSON on stdin, prints the context update (or nothing). "
         "Always exits 0; problems go to stderr and to 'nia hook log'."
     )
-    return answer
+    return run_hook
 
 
 for _name in ADAPTERS:
@@ -60,7 +60,7 @@ def _root(app: App) -> Path:
 @click.pass_context
 def install_command(ctx: click.Context, host: str, project: bool, user: bool, program: str) -> None:
     """Add nia's SessionStart and UserPromptSubmit hooks to HOST's settings (idempotent)."""
-    from nia_core.hosts.install import install
+    from nia_core.agents.hook_install import install
 
     outcome = install(host, _scope(project, user), _root(App.of(ctx)), program=program)  # type: ignore[arg-type]
     if not outcome.changes:
@@ -78,7 +78,7 @@ def install_command(ctx: click.Context, host: str, project: bool, user: bool, pr
 @click.pass_context
 def uninstall_command(ctx: click.Context, host: str, project: bool, user: bool) -> None:
     """Remove nia's hooks from HOST's settings; every other entry stays."""
-    from nia_core.hosts.install import uninstall
+    from nia_core.agents.hook_install import uninstall
 
     outcome = uninstall(host, _scope(project, user), _root(App.of(ctx)))  # type: ignore[arg-type]
     if not outcome.changes:
@@ -92,7 +92,7 @@ def uninstall_command(ctx: click.Context, host: str, project: bool, user: bool) 
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool) -> None:
     """Where nia's hooks are installed, per host and scope (and, for Codex, the feature flag and trust)."""
-    from nia_core.hosts.install import status
+    from nia_core.agents.hook_install import status
 
     root = _root(App.of(ctx))
     found = [status(host, scope, root) for host in sorted(ADAPTERS) for scope in ("project", "user")]  # type: ignore[arg-type]
@@ -117,7 +117,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
 @click.option("--last", default=20, show_default=True, type=click.IntRange(1), help="Entries per session.")
 def log_command(as_json: bool, session: str | None, last: int) -> None:
     """The last hook runs per attached session: event, epoch, bytes printed, sources changed, warnings."""
-    from nia_core.hosts.hooklog import read
+    from nia_core.agents.hook_log import read
 
     entries = read(last, session)
     if as_json:

@@ -79,7 +79,7 @@ def mcp(
         if exc.name is not None and exc.name.split(".")[0] == "mcp":
             raise UsageError(MISSING_SDK) from None
         raise
-    from nia_core.host.watch import WatchSettings
+    from nia_core.plugin_host.watch import WatchSettings
 
     options = run.Options(
         location=app.locate(location),
@@ -122,7 +122,7 @@ def install(ctx: click.Context, client: str, location: str | None, config_path: 
     codex: [mcp_servers.nia] in ~/.codex/config.toml. json: the `mcpServers`
     entry editors expect, printed (or merged into --config FILE).
     """
-    from nia_core.mcp import install as installer
+    from nia_core.mcp import client_config as installer
 
     app = App.of(ctx)
     where = app.locate(location)

@@ -17,8 +17,8 @@ from nia_core.cli.app import App
 from nia_core.cli.options import location_option
 from nia_core.context import Location
 from nia_core.errors import NiaError, UsageError
-from nia_core.host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
-from nia_core.host.discovery import ENTRY_POINT_GROUP
+from nia_core.plugin_host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
+from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
 from nia_core.plugin_template import PluginNames, render
 from nia_core.project.paths import shown_path
 

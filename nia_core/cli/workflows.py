@@ -30,7 +30,7 @@ from nia_core.project.config import (
 )
 from nia_core.project.toml import ConfigError, read_toml
 from nia_core.project.workflow import Workflow, assemble_workflow
-from nia_core.providers.base import canonical_model
+from nia_core.providers.names import canonical_model
 
 
 @click.group("workflows")

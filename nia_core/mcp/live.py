@@ -2,7 +2,7 @@
 
 A :class:`LiveContext` owns the plugin host (a :class:`DevSession`), follows
 the project on a thread of its own with the shared loop of
-:mod:`nia_core.host.follow` (plugins reloaded in-process when their code
+:mod:`nia_core.plugin_host.follow` (plugins reloaded in-process when their code
 changes, a reconcile at every saved file, a re-observation every
 ``interval`` seconds for sources that are not files) and publishes a
 :class:`ContextView` after each. Listeners hear which URIs changed, once per
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.context import Location, SystemContext, observe
-from nia_core.host.follow import follow, project_files, user_config_folder
-from nia_core.host.reload import DevSession, ReloadResult
-from nia_core.host.watch import ChangeWatcher, WatchSettings
 from nia_core.mcp.view import ContextView, build_view
+from nia_core.plugin_host.follow import follow, project_files, user_config_folder
+from nia_core.plugin_host.reload import DevSession, ReloadResult
+from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 
 log = logging.getLogger("nia.mcp")
 

@@ -23,12 +23,12 @@ from pydantic import ValidationError
 
 from nia_core.context import Location
 from nia_core.errors import UsageError
-from nia_core.host.watch import WatchSettings
 from nia_core.mcp.cursors import Cursors
 from nia_core.mcp.live import DEFAULT_INTERVAL, LiveContext
 from nia_core.mcp.prompts import Prompts
 from nia_core.mcp.server import NiaServer
 from nia_core.mcp.stdio import ClaimedStdio, claim_stdio
+from nia_core.plugin_host.watch import WatchSettings
 from nia_core.sessions.open import open_store
 
 log = logging.getLogger("nia.mcp")

@@ -1,6 +1,6 @@
 """The providers a session can use at one Location: built-ins, configured, and plugins'.
 
-:mod:`nia_core.providers.registry` resolves names process-wide (built-ins read
+:mod:`nia_core.providers.builtin` resolves names process-wide (built-ins read
 their URL and key from the environment). :func:`providers_at` adds what a
 project says: the ``[providers.NAME]`` tables of its ``.nia/project.toml``
 configure the HTTP built-ins, and plugins add providers through the
@@ -21,7 +21,7 @@ from nia_core.errors import NiaError, UsageError
 from nia_core.model import Provider, split_model
 from nia_core.project.paths import shown_path
 from nia_core.project.toml import ConfigError
-from nia_core.providers import registry
+from nia_core.providers import builtin
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import ProviderConfigError
 from nia_core.providers.openai_chat import OpenAIChatProvider
@@ -30,7 +30,7 @@ from nia_core.providers.settings import providers_table
 
 if TYPE_CHECKING:
     from nia_core.context import Location
-    from nia_core.host import PluginHost
+    from nia_core.plugin_host import PluginHost
 
 log = logging.getLogger("nia.providers")
 
@@ -57,7 +57,7 @@ class ProviderLookup:
         """Plugins' providers left out, and why (also logged as warnings)."""
 
     def names(self) -> list[str]:
-        return sorted({*self._factories, *registry.provider_names()})
+        return sorted({*self._factories, *builtin.provider_names()})
 
     def check(self, model: str) -> str:
         """``model`` when its provider is known and its settings are valid, else a clear error."""
@@ -70,11 +70,11 @@ class ProviderLookup:
             return self._built[name]
         factory = self._factories.get(name)
         if factory is None:
-            if name not in registry.provider_names():
+            if name not in builtin.provider_names():
                 notes = "".join(f"; {p}" for p in self.problems)
                 known = ", ".join(self.names())
                 raise UsageError(f"unknown provider {name!r} in model {model!r} (known providers: {known}){notes}")
-            return registry.get_provider(model)
+            return builtin.get_provider(model)
         provider = self._built[name] = factory()
         return provider
 
@@ -101,7 +101,7 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
     if host is not None:
         owners: dict[str, str] = {}
         for provider, plugin in _plugin_providers(host, location, found):
-            if provider.name in registry.BUILTIN:
+            if provider.name in builtin.BUILTIN:
                 found.append((plugin, f"provider name {provider.name!r} is taken by a built-in provider"))
             elif provider.name in owners:
                 found.append((plugin, f"provider name {provider.name!r} is taken by plugin {owners[provider.name]!r}"))
@@ -167,7 +167,11 @@ def _plugin_providers(
     found: list[tuple[Provider, str]] = []
     answers, raised = host.call_each("nia_providers", {"location": location}, location=location, skip_broken=False)
     problems.extend((problem.plugin, problem.message) for problem in raised)  # one plugin must not break every session
-    for plugin, result in answers:
+    by_plugin: dict[str, list[Any]] = {}
+    for name, answer in answers:
+        by_plugin.setdefault(name, []).append(answer)
+    in_load_order = [(name, answer) for name in host.load_order(by_plugin) for answer in by_plugin[name]]
+    for plugin, result in in_load_order:  # a provider name two plugins use stays with the one loaded first
         if result is None:
             continue
         if not isinstance(result, list | tuple):

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from nia_core.http import redact_url
 from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
-from nia_core.providers.http import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
+from nia_core.providers.transport import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 
 
 class StreamAssembler(ABC):
@@ -25,6 +26,13 @@ class StreamAssembler(ABC):
 
     @abstractmethod
     def reply(self) -> Reply: ...
+
+    def incomplete(self) -> str | None:
+        """Once the body has ended: why the stream is not a whole reply by its protocol, ``None`` when it is.
+
+        A stream cut short before anything was delivered is retried; after, it is an error, never a reply.
+        """
+        return None
 
 
 class RemoteProvider(ABC):
@@ -92,19 +100,35 @@ class RemoteProvider(ABC):
         """The exact request bytes (without streaming options)."""
         return encode_body(self.lower(request))
 
+    def declared_tools(self, body: dict[str, Any]) -> frozenset[str]:
+        """The names of the tools ``body`` declares (``tools``: OpenAI's ``function.name``, Anthropic's ``name``)."""
+        names: set[str] = set()
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, dict) else tool.get("name")
+            if isinstance(name, str):
+                names.add(name)
+        return frozenset(names)
+
     def send(self, request: ModelRequest, *, stream: StreamCallback | None = None) -> Reply:
         body = self.lower(request)
         endpoint = self.endpoint()
         if stream is None:
             obj = self.client.post_json(endpoint, encode_body(body))
-            return _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
-        assembler = self.assembler(endpoint, stream)
+            reply = _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
+        else:
+            assembler = self.assembler(endpoint, stream)
 
-        def feed(event: ServerSentEvent) -> None:
-            _shaped(endpoint, lambda: assembler.feed(event))
+            def feed(event: ServerSentEvent) -> None:
+                _shaped(endpoint, lambda: assembler.feed(event))
 
-        self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), feed)
-        return _shaped(endpoint, assembler.reply)
+            self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), feed, assembler.incomplete)
+            reply = _shaped(endpoint, assembler.reply)
+        declared = self.declared_tools(body)
+        undeclared = tuple(call.id for call in reply.tool_calls if call.name not in declared)
+        return dataclasses.replace(reply, undeclared_calls=undeclared) if undeclared else reply
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redact_url(self.settings.base_url)!r})"

@@ -14,7 +14,7 @@ from typing import Literal
 from nia_core.context import Change, Observation, SystemContext
 from nia_core.context.registry import Assembly
 from nia_core.errors import RenderError
-from nia_core.host import PluginHost
+from nia_core.plugin_host import PluginHost
 from nia_core.records import record
 from nia_core.sessions import Admission, Admitted, AwaitingTools, Blocked, Idle, Replied
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nia_core.context import Location, LocationContext, SystemContext
-from nia_core.host import PluginHost, load_host
-from nia_core.project.location import locate
+from nia_core.plugin_host import PluginHost, load_host
+from nia_core.project.locate import locate
 
 if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
     from nia_core.model import StreamCallback  # (nor `nia context show` models or workflows)
@@ -47,7 +47,7 @@ class Runtime:
         self.flags = tuple(flags)
         """Plugin switches for this runtime, ``no:NAME`` each (like ``nia -p no:NAME``)."""
         self.strict = strict
-        """Turn any plugin failure into an error (:class:`~nia_core.host.PluginError`)."""
+        """Turn any plugin failure into an error (:class:`~nia_core.plugin_host.PluginError`)."""
         self._hosts: dict[Path, PluginHost] = {}
         self._views: dict[Location, LocationContext] = {}
         self._lock = threading.RLock()
@@ -105,7 +105,7 @@ class Runtime:
 
             chosen = load_project_config(self.locate(where).root).session_model or ""
         from nia_core.model import DEFAULT_MODEL
-        from nia_core.providers.base import canonical_model
+        from nia_core.providers.names import canonical_model
 
         return canonical_model(chosen or DEFAULT_MODEL)
 
@@ -145,7 +145,7 @@ class Runtime:
         ``openai/…``); the session stores the full name.
         """
         from nia_core.model import DEFAULT_MODEL
-        from nia_core.providers.base import canonical_model
+        from nia_core.providers.names import canonical_model
 
         chosen = DEFAULT_MODEL if model is None else model
         return store.create_session(str(self.locate(where).path), canonical_model(chosen), session_id=session_id)

@@ -40,15 +40,6 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: an agent hook lo
     from nia_core.sessions.epochs import Deferred as Deferred
     from nia_core.sessions.epochs import Replaced as Replaced
     from nia_core.sessions.epochs import replace_now as replace_now
-    from nia_core.sessions.errors import CorruptRecord as CorruptRecord
-    from nia_core.sessions.errors import DatabaseFull as DatabaseFull
-    from nia_core.sessions.errors import DatabaseLocked as DatabaseLocked
-    from nia_core.sessions.errors import NewerSchema as NewerSchema
-    from nia_core.sessions.errors import RefusedInput as RefusedInput
-    from nia_core.sessions.errors import RevisionConflict as RevisionConflict
-    from nia_core.sessions.errors import StoreError as StoreError
-    from nia_core.sessions.errors import UnknownSession as UnknownSession
-    from nia_core.sessions.errors import UnsupportedDatabase as UnsupportedDatabase
     from nia_core.sessions.moves import move as move
     from nia_core.sessions.moves import switch_model as switch_model
     from nia_core.sessions.open import db_url as db_url
@@ -66,6 +57,15 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: an agent hook lo
     from nia_core.sessions.store import SessionState as SessionState
     from nia_core.sessions.store import SessionView as SessionView
     from nia_core.sessions.store import Store as Store
+    from nia_core.sessions.store_errors import CorruptRecord as CorruptRecord
+    from nia_core.sessions.store_errors import DatabaseFull as DatabaseFull
+    from nia_core.sessions.store_errors import DatabaseLocked as DatabaseLocked
+    from nia_core.sessions.store_errors import NewerSchema as NewerSchema
+    from nia_core.sessions.store_errors import RefusedInput as RefusedInput
+    from nia_core.sessions.store_errors import RevisionConflict as RevisionConflict
+    from nia_core.sessions.store_errors import StoreError as StoreError
+    from nia_core.sessions.store_errors import UnknownSession as UnknownSession
+    from nia_core.sessions.store_errors import UnsupportedDatabase as UnsupportedDatabase
 
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -104,7 +104,7 @@ __all__, __getattr__, __dir__ = lazy_exports(
             "Replaced",
             "replace_now",
         ),
-        "nia_core.sessions.errors": (
+        "nia_core.sessions.store_errors": (
             "CorruptRecord",
             "DatabaseFull",
             "DatabaseLocked",

@@ -38,10 +38,10 @@ from nia_core.sessions.epochs import (
     ensure_epoch,
     new_epoch,
 )
-from nia_core.sessions.errors import RefusedInput, RevisionConflict
 from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.store import SessionState, SessionView, Store
+from nia_core.sessions.store import HistoryEntry, SessionState, SessionView, Store
+from nia_core.sessions.store_errors import RefusedInput, RevisionConflict
 
 log = lazy_logger("nia.sessions")
 
@@ -251,6 +251,61 @@ class Replied:
     reply: Reply
     message: Message
     """The stored assistant message (with ``seq``)."""
+    answered: tuple[Message, ...] = ()
+    """The ``tool_result`` answers nia kept pending for the reply's calls that nothing can run
+    (undeclared tools, calls the token limit cut): the next send carries them."""
+
+
+NOT_OFFERED = "No tool named {name!r} was offered in this conversation, so nothing was run."
+"""nia's answer to a call of a tool the request did not declare."""
+CUT_OFF = (
+    "This call was cut off at the output token limit before its input was complete, so nothing was run. "
+    "Ask again with a shorter input, or in smaller steps."
+)
+"""nia's answer to a call the output token limit cut."""
+
+
+def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) -> list[Message]:
+    """The results nia owes the last reply: one per call nothing can run that has no result, stored or pending.
+
+    Such a call (a tool the request never declared, input the token limit cut)
+    would otherwise wait for a result no one can give, and no provider takes
+    input after an unanswered call: the session would be stuck for good.
+    Answering it as not run keeps the conversation valid and tells the model why.
+    """
+    for index in range(len(history) - 1, -1, -1):
+        entry = history[index]
+        if entry.message.kind != "assistant":
+            continue
+        record = entry.reply
+        if record is None or not (record.undeclared_calls or record.cut_calls):
+            return []
+        later = [*(e.message for e in history[index + 1 :]), *pending]
+        answered = {m.tool_call_id for m in later if m.kind == "tool_result"}
+        owed: list[Message] = []
+        for call in entry.message.tool_calls:
+            if call.id in answered:
+                continue
+            if call.id in record.cut_calls:
+                text = CUT_OFF
+            elif call.id in record.undeclared_calls:
+                text = NOT_OFFERED.format(name=call.name)
+            else:
+                continue
+            owed.append(Message("tool_result", text, tool_call_id=call.id, is_error=True))
+        return owed
+    return []
+
+
+def _answer_owed(store: Store, session_id: str, view: SessionView) -> tuple[SessionView, tuple[Message, ...]]:
+    """Keep nia's owed answers pending (see :func:`owed_answers`); the view as it is afterwards."""
+    owed = owed_answers(view.history, view.state.pending)
+    if not owed:
+        return view, ()
+    for message in owed:
+        store.enqueue(session_id, message)
+    log.debug("session %s: answered %d tool call(s) nothing can run", session_id, len(owed))
+    return store.view(session_id, after_write=True), tuple(owed)
 
 
 TurnResult = Replied | Blocked | AwaitingTools | Idle
@@ -294,6 +349,7 @@ def run_turn(
     """
     if view is None or view.tail:
         view = store.view(session_id)
+    view, _ = _answer_owed(store, session_id, view)  # a reply stored just before a crash
     if text is not None:
         refuse_input(session_id, text, view.messages, view.state.pending)
         store.enqueue(session_id, Message("user", text))
@@ -311,4 +367,7 @@ def run_turn(
         ) from exc
     record = ReplyRecord.of(request.model, reply)
     message = store.append(session_id, Message("assistant", reply.text, reply.tool_calls), reply=record)
-    return Replied(result, reply, message)
+    answered: tuple[Message, ...] = ()
+    if record.undeclared_calls or record.cut_calls:
+        _, answered = _answer_owed(store, session_id, store.view(session_id, after_write=True))
+    return Replied(result, reply, message, answered)

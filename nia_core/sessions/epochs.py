@@ -36,8 +36,8 @@ from nia_core.context import (
 from nia_core.errors import InitializationBlocked
 from nia_core.model import Message
 from nia_core.records import record
-from nia_core.sessions.errors import RevisionConflict, StoreError
 from nia_core.sessions.store import SessionState, Store
+from nia_core.sessions.store_errors import RevisionConflict, StoreError
 
 ContextFor = Callable[[str], SystemContext]
 """The System Context at a Location (a directory path). The CLI asks the plugin host; tests pass sources."""

@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-from nia_core.sessions.errors import UnsupportedDatabase
 from nia_core.sessions.sqlite import LOCK_WAIT, SQLiteStore
 from nia_core.sessions.store import Store
+from nia_core.sessions.store_errors import UnsupportedDatabase
 
 Opener = Callable[..., Store]
 

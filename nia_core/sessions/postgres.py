@@ -54,13 +54,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from nia_core.context import Snapshot
 from nia_core.model import MESSAGE_KINDS, Message
-from nia_core.sessions.errors import (
-    CorruptRecord,
-    RevisionConflict,
-    StoreError,
-    UnknownSession,
-    UnsupportedDatabase,
-)
 from nia_core.sessions.histories import Histories
 from nia_core.sessions.postgres_schema import (
     MIGRATIONS,
@@ -112,6 +105,13 @@ from nia_core.sessions.store import (
     SessionView,
     Store,
     tail_start,
+)
+from nia_core.sessions.store_errors import (
+    CorruptRecord,
+    RevisionConflict,
+    StoreError,
+    UnknownSession,
+    UnsupportedDatabase,
 )
 
 if TYPE_CHECKING:

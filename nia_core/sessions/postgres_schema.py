@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nia_core.sessions.errors import CorruptRecord, NewerSchema, StoreError
+from nia_core.sessions.store_errors import CorruptRecord, NewerSchema, StoreError
 
 if TYPE_CHECKING:
     import psycopg

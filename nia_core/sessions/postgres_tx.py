@@ -3,7 +3,7 @@
 A lost connection (a terminated backend, a restarted server) is retried until
 ``timeout``; when it is lost while committing, the outcome is looked up before
 anything is redone (see :mod:`nia_core.sessions.postgres`). Errors become one
-clear :class:`~nia_core.sessions.errors.StoreError` each.
+clear :class:`~nia_core.sessions.store_errors.StoreError` each.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nia_core.about import DISTRIBUTION
-from nia_core.sessions.errors import DatabaseFull, DatabaseLocked, StoreError, UnsupportedDatabase, not_utf8
+from nia_core.sessions.store_errors import DatabaseFull, DatabaseLocked, StoreError, UnsupportedDatabase, not_utf8
 
 if TYPE_CHECKING:
     import psycopg

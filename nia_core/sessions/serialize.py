@@ -16,7 +16,6 @@ from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
 from nia_core.digest import SMALL, sha256_hex
 from nia_core.model import MESSAGE_KINDS, Message, ToolCall, message_content
-from nia_core.sessions.errors import CorruptRecord, RefusedInput, UnknownSession
 from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
     EpochRecord,
@@ -26,6 +25,7 @@ from nia_core.sessions.store import (
     SessionListing,
     SessionRecord,
 )
+from nia_core.sessions.store_errors import CorruptRecord, RefusedInput, UnknownSession
 
 
 def content_id(text: str) -> str:

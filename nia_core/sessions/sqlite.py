@@ -24,16 +24,6 @@ from typing import Any
 from nia_core.context import Snapshot
 from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message
-from nia_core.sessions.errors import (
-    CorruptRecord,
-    DatabaseFull,
-    DatabaseLocked,
-    NewerSchema,
-    RevisionConflict,
-    StoreError,
-    UnknownSession,
-    not_utf8,
-)
 from nia_core.sessions.histories import Histories
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
@@ -70,6 +60,16 @@ from nia_core.sessions.store import (
     SessionView,
     Store,
     tail_start,
+)
+from nia_core.sessions.store_errors import (
+    CorruptRecord,
+    DatabaseFull,
+    DatabaseLocked,
+    NewerSchema,
+    RevisionConflict,
+    StoreError,
+    UnknownSession,
+    not_utf8,
 )
 
 log = lazy_logger("nia.store")

@@ -33,8 +33,8 @@ from dataclasses import field
 from nia_core.context import Snapshot
 from nia_core.model import Message
 from nia_core.records import record
-from nia_core.sessions.errors import CorruptRecord, RevisionConflict, StoreError
 from nia_core.sessions.replies import ReplyRecord
+from nia_core.sessions.store_errors import CorruptRecord, RevisionConflict, StoreError
 
 __all__ = [
     "ActiveEpoch",

@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from nia_core import ReplacementReady, Unchanged, Updated
-from nia_core.host import load_host
-from nia_core.host.reload import DevSession
+from nia_core.plugin_host import load_host
+from nia_core.plugin_host.reload import DevSession
 from nia_core.project import locate
 from tests.dev.helpers import QUIET, plugin_source, write
 

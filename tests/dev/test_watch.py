@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from nia_core.host.watch import ChangeWatcher, WatchSettings
+from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 
 WAIT = 15.0
 

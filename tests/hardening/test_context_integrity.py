@@ -262,7 +262,7 @@ def test_a_broken_project_toml_between_sends_changes_nothing_for_the_model(tmp_p
 def _boundary(root: Path, snapshot):
     """One boundary as a fresh ``nia`` process computes it: a new host, the one observation path."""
     from nia_core.context import EMPTY_SNAPSHOT, initialize, reconcile
-    from nia_core.host import load_host
+    from nia_core.plugin_host import load_host
     from nia_core.project import locate
 
     location = locate(root)

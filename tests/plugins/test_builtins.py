@@ -13,7 +13,7 @@ import nia_core.files
 import nia_plugins.date
 import nia_plugins.environment
 import nia_plugins.instructions
-from nia_core.host import PluginError
+from nia_core.plugin_host import PluginError
 from nia_core.testing import BoundaryDriver
 from nia_plugins.date import date_source
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nia_core.host import PluginHost
+from nia_core.plugin_host import PluginHost
 
 from .conftest import run
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from nia_core.host import epcache
-from nia_core.host.discovery import entry_point_records
-from nia_core.host.epcache import EntryPointRecord
+from nia_core.plugin_host import epcache
+from nia_core.plugin_host.discovery import entry_point_records
+from nia_core.plugin_host.epcache import EntryPointRecord
 
 PAST = time.time() - 3600
 

@@ -63,7 +63,7 @@ def test_the_plugins_after_a_stuck_one_still_load(site, tmp_path):
 def test_plugins_are_imported_off_the_main_thread_by_one_reused_worker(tmp_path):
     import threading
 
-    from nia_core.host import load_host
+    from nia_core.plugin_host import load_host
     from nia_core.project import locate
 
     folder = tmp_path / ".nia" / "plugins"
@@ -82,7 +82,7 @@ def test_plugins_are_imported_off_the_main_thread_by_one_reused_worker(tmp_path)
 
 def test_each_import_has_its_own_deadline_though_they_run_ahead_in_turn(tmp_path, monkeypatch):
     """Three imports of 0.4 s under a 1 s deadline all load: the deadline is per import, from its own start."""
-    from nia_core.host import load_host
+    from nia_core.plugin_host import load_host
     from nia_core.project import locate
 
     folder = tmp_path / ".nia" / "plugins"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from nia_core.host import load_host
+from nia_core.plugin_host import load_host
 from nia_core.project import locate
 
 from .conftest import run

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from nia_core import ContextSource, hookimpl
-from nia_core.host import PluginError
+from nia_core.plugin_host import PluginError
 from nia_core.testing import BoundaryDriver, Conversation, make_host, plugin_name
 
 

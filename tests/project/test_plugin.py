@@ -7,7 +7,7 @@ import os
 
 import nia_plugins
 from nia_core import Updated, initialize, reconcile
-from nia_core.host import load_host
+from nia_core.plugin_host import load_host
 from nia_core.project import locate
 from nia_core.project.prompt import PROJECT, PROJECT_FILES, SERVICE, file_key
 from tests.project.helpers import project, run

@@ -9,7 +9,7 @@ import pytest
 
 from nia_core import ContextSource, SystemContext, Updated, initialize, reconcile
 from nia_core.errors import UsageError
-from nia_core.host import load_host
+from nia_core.plugin_host import load_host
 from nia_core.project import locate
 from nia_core.project.prompt import (
     COMMIT,

@@ -9,10 +9,10 @@ import pytest
 
 from nia_core.errors import NiaError
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.base import ProviderError
-from nia_core.providers.http import HttpError
+from nia_core.providers.names import ProviderError
 from nia_core.providers.openai_chat import OpenAIChatProvider, prompt_cache_key
 from nia_core.providers.remote import RemoteProvider
+from nia_core.providers.transport import HttpError
 from nia_core.sessions.messages import Message, ModelRequest, ToolCall
 from tests.providers.fakeserver import API_KEY, FakeProviderServer
 

@@ -10,12 +10,12 @@ from nia_core import hookimpl
 from nia_core.errors import UsageError
 from nia_core.project.paths import shown_path
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.base import StreamCallback
+from nia_core.providers.builtin import get_provider
 from nia_core.providers.echo import EchoProvider
 from nia_core.providers.lookup import providers_at
 from nia_core.providers.lowering import ProviderConfigError
+from nia_core.providers.names import StreamCallback
 from nia_core.providers.openai_chat import OpenAIChatProvider
-from nia_core.providers.registry import get_provider
 from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.testing import make_host
 from tests.providers.fakeserver import API_KEY
@@ -109,6 +109,23 @@ def test_misbehaving_plugins_are_reported_by_name_and_left_out(nia_project):
     assert lookup("shout/x").name == "shout"
     with pytest.raises(UsageError, match="no GPU here"):
         lookup.check("broken/x")
+
+
+class LoudShout:
+    """Another plugin serving "shout", asking to be called first (pluggy's ``tryfirst``)."""
+
+    @hookimpl(tryfirst=True)
+    def nia_providers(self) -> list[Any]:
+        return [ShoutProvider(suffix="!!!")]
+
+
+def test_a_provider_name_two_plugins_use_stays_with_the_plugin_loaded_first(nia_project):
+    """pluggy calls ``LoudShout`` first; the name still goes by load order, as keys and commands do."""
+    host = make_host(ShoutPlugin(), LoudShout(), strict=False)
+    lookup = providers_at(nia_project.location, host)
+    request = ModelRequest("s", "shout/any", "", (Message("user", "hi"),))
+    assert lookup("shout/any").send(request).text == "HI!"
+    assert lookup.problems == ("plugin 'loudshout': provider name 'shout' is taken by plugin 'shoutplugin'",)
 
 
 def test_a_strict_host_turns_a_misbehaving_provider_plugin_into_an_error(nia_project):

@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from nia_core.cli import cli
 from nia_core.http import Deadline, HttpFailure, Limits, redact_url, request
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.http import HttpClient, HttpError
 from nia_core.providers.lowering import ProviderConfigError
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
+from nia_core.providers.transport import HttpClient, HttpError
 from nia_core.sessions.messages import Message, ModelRequest
 from tests.providers.fakeserver import API_KEY, CHAT_PATH, MESSAGES_PATH, FakeProviderServer
 from tests.providers.rawserver import RawServer, respond, start_stream

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.test_compaction import RECORDS
-from tests.hosts.test_hook_door import Host, generous_deadline, log, project  # noqa: F401 - fixtures
+from tests.agents.test_compaction import RECORDS
+from tests.agents.test_hook_answer import Host, generous_deadline, log, project  # noqa: F401 - fixtures
 
 _SCRIPT = Path(sys.executable).with_name("nia")
 NIA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
@@ -155,7 +155,7 @@ def test_a_compaction_record_written_by_the_repository_restarts_nothing(name, wh
 
 @pytest.mark.parametrize("name", ["claude-code", "codex"])
 def test_a_record_cut_by_the_tail_window_is_decided_by_the_whole_read(name, project, tmp_path, monkeypatch):  # noqa: F811
-    from nia_core.hosts import transcript
+    from nia_core.agents import transcript
 
     monkeypatch.setattr(transcript, "TAIL_BYTES", 4096)
     host = Host(name, project)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nia_core.providers.base import ProviderError
 from nia_core.providers.echo import EchoProvider
+from nia_core.providers.names import ProviderError
 from nia_core.sessions import ModelRequest, Reply, Store, ToolCall
 
 WRITES = {"enqueue", "promote", "start_epoch", "admit_update", "append", "move", "set_model", "request_compaction"}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from nia_core.providers.base import ProviderError
+from nia_core.providers.names import ProviderError
 from nia_core.sessions import (
     AwaitingTools,
     Blocked,

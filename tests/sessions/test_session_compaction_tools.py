@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nia_core.providers.registry import get_provider
+from nia_core.providers.builtin import get_provider
 from nia_core.sessions import Contexts, Message, Store, ToolCall, compact
 
 from .session_checks import problems

@@ -60,9 +60,7 @@ def test_rows_appended_by_another_connection_follow_those_read_before(
     assert [m.text for m in view.messages] == ["q1", "a1", "q2", "a2"] and view.messages[2].seq == 3
 
 
-def test_an_old_row_edited_by_hand_after_it_was_read_is_read_again_and_validated(
-    store: Store, store_url: str
-) -> None:
+def test_an_old_row_edited_by_hand_after_it_was_read_is_read_again_and_validated(store: Store, store_url: str) -> None:
     session_id = started(store)
     talk(store, session_id, ("q1", "a1"), ("q2", "a2"))
     assert texts(store, session_id) == ["q1", "a1", "q2", "a2"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from nia_core.providers.builtin import get_provider
 from nia_core.providers.echo import EchoProvider
-from nia_core.providers.registry import get_provider
 from nia_core.sessions import (
     SCHEMA_VERSION,
     Message,

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from nia_core.sessions import SCHEMA_VERSION, Message, Store, Usage, open_store
-from nia_core.sessions.errors import CorruptRecord
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
+from nia_core.sessions.store_errors import CorruptRecord
 from tests.sessions.test_session_store import started
 
 USAGE = Usage(input_tokens=12_345, output_tokens=210, cached_input_tokens=11_900, cache_write_tokens=310)

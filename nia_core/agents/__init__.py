@@ -1,0 +1,34 @@
+"""Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex) get nia's context.
+
+Each host has an adapter (:mod:`nia_core.agents.claude_code`, :mod:`nia_core.agents.codex`)
+that knows its hook input and output formats, its output size limit, the
+instruction files it loads itself, and where its settings live. The door
+(:mod:`nia_core.agents.answer`) runs one hook through the runtime's boundary.
+Adapters are imported on demand: a hook process pays for its own host only.
+
+Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from nia_core.agents.contract import HookInput, HostAdapter, HostInputError
+
+ADAPTERS: dict[str, str] = {
+    "claude-code": "nia_core.agents.claude_code",
+    "codex": "nia_core.agents.codex",
+}
+"""Host name -> module whose ``ADAPTER`` serves it."""
+
+
+def adapter(name: str) -> HostAdapter:
+    """The adapter of host ``name``; raises ``KeyError`` naming the known hosts."""
+    module = ADAPTERS.get(name)
+    if module is None:
+        raise KeyError(f"unknown host {name!r} (known: {', '.join(ADAPTERS)})")
+    found: HostAdapter = importlib.import_module(module).ADAPTER
+    return found
+
+
+__all__ = ["ADAPTERS", "HookInput", "HostAdapter", "HostInputError", "adapter"]

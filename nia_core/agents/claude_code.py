@@ -1,0 +1,45 @@
+"""Claude Code (verified with 2.1.328).
+
+Checked against https://code.claude.com/docs/en/hooks (hook input, the
+``hookSpecificOutput.additionalContext`` output, SessionStart sources) and the
+binary (``tests/real_agents``, ``docs/hosts.md``):
+
+- stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
+  ``source`` (SessionStart), ``prompt`` (UserPromptSubmit).
+- ``additionalContext`` reaches the model as a system message
+  ``UserPromptSubmit hook additional context: TEXT``; printing nothing adds nothing.
+- Output over 10,000 characters (JavaScript string length) is replaced by a
+  2 KB preview and a path under ``~/.claude``; exactly 10,000 passes whole.
+- It loads ``AGENTS.md`` and ``CLAUDE.md`` into every session itself, and after
+  an edit appends a whole new copy at the next turn.
+- Its transcript lines carry ``"version": "2.1.328"``.
+- ``claude -p /compact`` summarises, runs SessionStart ``compact`` and only
+  then writes the ``"subtype":"compact_boundary"`` line; the history after it
+  is the summary alone. Automatic compaction (usage over
+  ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) happens after a turn's ``resume`` and
+  ``UserPromptSubmit`` hooks, then runs ``compact``. ``claude -p /clear``
+  starts a new session id with SessionStart ``clear``.
+"""
+
+from __future__ import annotations
+
+from nia_core.agents.contract import HostAdapter, NativeFiles, characters
+from nia_core.agents.transcript import version_field
+
+ADAPTER = HostAdapter(
+    name="claude-code",
+    title="Claude Code",
+    output_limit=10_000,
+    measure=characters,
+    unit="characters",
+    native=(
+        NativeFiles(
+            since=(2, 0, 0),
+            names=("AGENTS.md", "CLAUDE.md"),
+            source_keys=("nia/instructions",),
+        ),
+    ),
+    host_version=lambda path: version_field(path, "version"),
+    compaction='"subtype":"compact_boundary"',
+    compaction_recorded_first=False,
+)

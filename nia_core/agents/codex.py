@@ -1,0 +1,58 @@
+"""Codex CLI (verified with 0.169.0).
+
+Checked against https://developers.openai.com/codex/hooks and the source of
+``codex-rs/hooks`` (``events/session_start.rs``, ``events/user_prompt_submit.rs``,
+``output_spill.rs``, ``engine/discovery.rs``), then the binary (``tests/real_agents``):
+
+- Hooks run only with ``[features] hooks = true``; they are read from
+  ``$CODEX_HOME/hooks.json`` and ``<project>/.codex/hooks.json``.
+- stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
+  ``model``, ``source`` (SessionStart: ``startup``, ``resume``, ``clear``,
+  ``compact``), ``prompt`` and ``turn_id`` (UserPromptSubmit).
+- ``additionalContext`` (or plain stdout that does not look like JSON) reaches
+  the model as a ``developer`` message. Output over 2,500 approximate tokens
+  (10,000 UTF-8 bytes) is spilled to a file and replaced by a head/tail preview.
+- It loads ``AGENTS.md`` itself (not ``CLAUDE.md``); after an edit it sends the
+  new file at the next turn, saying it replaces the earlier one.
+- Its rollout (transcript) starts with ``"cli_version": "0.169.0"``.
+- Compaction (``core/src/session/mod.rs`` ``replace_compacted_history``,
+  ``core/src/hook_runtime.rs`` ``run_pending_session_start_hooks``, checked
+  with the binary): the rollout gets a ``"type":"compacted"`` line, then the
+  queued SessionStart sources run in order: before a resumed turn ``resume``
+  then ``compact``, mid-turn ``compact`` alone (the binary runs it before the
+  tool call's follow-up; the ``core/src/session/turn.rs`` read, of another
+  version, left it for the next turn). The rebuilt history keeps the user
+  prompts and the summary and drops every hook message: the local
+  summarisation (``core/src/compact.rs``, a ``/v1/responses`` request ending
+  in ``templates/compact/prompt.md``; what a custom provider gets) rebuilds it
+  from user messages, and the remote one (``/responses/compact``, chosen by
+  ``should_use_remote_compact_task`` for OpenAI's providers only) filters the
+  server's output through ``compact_remote.rs``
+  ``should_keep_compacted_history_item``, which drops ``developer`` messages.
+- ``/clear`` (terminal UI, through the app-server's ``thread/start`` with
+  ``sessionStartSource: "clear"``) starts a new thread: a new ``session_id``
+  with SessionStart ``clear``. ``codex exec`` cannot clear.
+"""
+
+from __future__ import annotations
+
+from nia_core.agents.contract import HostAdapter, NativeFiles, utf8_bytes
+from nia_core.agents.transcript import version_field
+
+ADAPTER = HostAdapter(
+    name="codex",
+    title="Codex",
+    output_limit=10_000,
+    measure=utf8_bytes,
+    unit="bytes",
+    native=(
+        NativeFiles(
+            since=(0, 1, 0),
+            names=("AGENTS.md",),
+            source_keys=("nia/instructions",),
+        ),
+    ),
+    host_version=lambda path: version_field(path, "cli_version"),
+    compaction='"type":"compacted"',
+    compaction_recorded_first=True,
+)

@@ -1,0 +1,308 @@
+"""Running the real agents offline, for end-to-end tests of nia's hooks (and of ``nia mcp`` later).
+
+- :func:`agent_binary` finds ``claude`` / ``codex`` under ``$NIA_AGENTS_DIR``
+  (``.ci/agents.sh`` installs the pinned versions there and prints the export
+  line). Without them a test skips with one line, unless ``NIA_REQUIRE_AGENTS=1``
+  (CI) turns the skip into a failure.
+- :class:`~tests.real_agents.fakemodel.FakeModel` is the loopback model server that
+  records every request.
+- :class:`ClaudeCode` and :class:`Codex` run one non-interactive turn each, with
+  a temporary ``HOME`` (and ``CODEX_HOME``) so nothing of the machine's own
+  configuration, login or history is read or written.
+- :class:`CodexAppServer` drives ``codex app-server`` over stdio (JSON-RPC), the
+  server Codex's own terminal UI talks to: one long-lived session, and the
+  requests behind ``/clear`` and ``/compact`` that ``codex exec`` has no way to make.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.real_agents.fakemodel import FakeModel
+
+CLAUDE_CODE_VERSION = "2.1.328"
+CODEX_VERSION = "0.169.0"
+TURN_TIMEOUT = 120
+"""Seconds one agent turn may take (a few seconds normally; generous for a loaded CI machine)."""
+
+_REAL_HOME = pwd.getpwuid(os.getuid()).pw_dir  # tests run with HOME pointing at a temp folder
+
+
+def agents_dir() -> Path:
+    return Path(os.environ.get("NIA_AGENTS_DIR") or os.path.join(_REAL_HOME, ".cache", "nia-agents"))
+
+
+def agent_binary(name: str) -> Path:
+    """The installed agent's executable, or skip (fail under ``NIA_REQUIRE_AGENTS=1``) with one line why."""
+    path = agents_dir() / "node_modules" / ".bin" / name
+    if path.exists() and os.access(path, os.X_OK):
+        return path
+    reason = f'{name} is not installed in {agents_dir()} (run: eval "$(bash .ci/agents.sh)")'
+    if os.environ.get("NIA_REQUIRE_AGENTS") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def nia_program() -> str:
+    """The ``nia`` script of the interpreter running the tests: what the hooks must run."""
+    script = Path(sys.executable).parent / "nia"
+    return str(script) if script.exists() else "nia"
+
+
+def base_env(home: Path) -> dict[str, str]:
+    """A clean environment: the test's nia data folders, a temporary HOME, no inherited agent settings."""
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "NIA_DB", "NIA_HOOK_LOG", "NIA_HOOK_DEADLINE")
+    env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("XDG_")}
+    env["HOME"] = str(home)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
+    return env
+
+
+@dataclass
+class Turn:
+    session_id: str
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class ClaudeCode:
+    """Claude Code in ``-p`` mode against the fake model server."""
+
+    project: Path
+    home: Path
+    server: FakeModel
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(
+            ANTHROPIC_BASE_URL=self.server.url,
+            ANTHROPIC_API_KEY="test-key",
+            DISABLE_TELEMETRY="1",
+            DISABLE_AUTOUPDATER="1",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+        args = [str(agent_binary("claude")), "-p", prompt, "--output-format", "json"]
+        if resume:
+            args += ["--resume", resume]
+        done = subprocess.run(
+            args,
+            cwd=self.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=TURN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        session = ""
+        try:
+            session = json.loads(done.stdout).get("session_id", "")
+        except ValueError:
+            pass
+        return Turn(session or resume or "", done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class Codex:
+    """``codex exec`` against the fake model server, with its own ``CODEX_HOME``.
+
+    Hooks run with ``--dangerously-bypass-hook-trust``: Codex's trust record is
+    the user's consent, which nia never writes (see docs/hosts.md).
+    """
+
+    project: Path
+    home: Path
+    server: FakeModel
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def codex_home(self) -> Path:
+        return self.home / ".codex"
+
+    def configure(self, extra: str = "", top: str = "") -> None:
+        """The fake provider in ``config.toml``; ``top``: more top-level keys, ``extra``: more tables."""
+        self.codex_home.mkdir(parents=True, exist_ok=True)
+        config = self.codex_home / "config.toml"
+        existing = config.read_text() if config.exists() else ""
+        head = (
+            f'model = "gpt-5"\nmodel_provider = "fake"\n{top}'
+            f'[model_providers.fake]\nname = "fake"\nbase_url = "{self.server.url}/v1"\n'
+            'wire_api = "responses"\nenv_key = "FAKE_MODEL_KEY"\n'
+        )
+        config.write_text(head + existing + extra)
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(CODEX_HOME=str(self.codex_home), FAKE_MODEL_KEY="test-key")
+        env.update(self.extra_env)
+        return env
+
+    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+        args = [
+            str(agent_binary("codex")),
+            "exec",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "--json",
+        ]
+        args += ["resume", resume, prompt] if resume else ["--trust", prompt]
+        done = subprocess.run(
+            args,
+            cwd=self.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=TURN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        match = re.search(r'"thread_id"\s*:\s*"([^"]+)"', done.stdout)
+        return Turn(match.group(1) if match else resume or "", done.returncode, done.stdout, done.stderr)
+
+
+class CodexAppServer:
+    """``codex app-server`` on stdio, as Codex's terminal UI uses it (codex-rs ``tui/src/app``).
+
+    ``/clear`` in the UI is ``thread/start`` with ``sessionStartSource: "clear"``
+    (a new thread), ``/compact`` is ``thread/compact/start``. Hooks run without
+    the trust review through the thread's ``bypass_hook_trust`` setting, the
+    app-server's form of ``codex exec --dangerously-bypass-hook-trust``.
+    ``with CodexAppServer(codex) as app:`` starts it in the agent's project.
+    """
+
+    def __init__(self, agent: Codex) -> None:
+        self.agent = agent
+        self._next = 0
+        self._inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._process: subprocess.Popen[str] | None = None
+        self.stderr = ""
+        self.notes: list[str] = []
+        """The methods of every message received, in order (for failure messages)."""
+
+    def __enter__(self) -> CodexAppServer:
+        self._process = subprocess.Popen(
+            [str(agent_binary("codex")), "app-server"],
+            cwd=self.agent.project,
+            env=self.agent.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        self.request("initialize", {"clientInfo": {"name": "nia-tests", "version": "0"}})
+        self._send({"jsonrpc": "2.0", "method": "initialized"})
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        process = self._process
+        if process is None:
+            return
+        if process.stdin:
+            process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._inbox.put(message)
+
+    def _drain_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        for line in self._process.stderr:
+            self.stderr = (self.stderr + line)[-4000:]
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self._process is not None and self._process.stdin is not None
+        self._process.stdin.write(json.dumps(message) + "\n")
+        self._process.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any], until: str | None = None) -> dict[str, Any]:
+        """Send one request; its result, after the notification ``until`` when given."""
+        self._next += 1
+        ident = self._next
+        self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        deadline = time.monotonic() + TURN_TIMEOUT
+        result: dict[str, Any] | None = None
+        seen = until is None
+        while time.monotonic() < deadline:
+            try:
+                message = self._inbox.get(timeout=1)
+            except queue.Empty:
+                continue
+            self.notes.append(str(message.get("method", "")))
+            if message.get("id") == ident and "method" not in message:
+                if "error" in message:
+                    raise AssertionError(f"codex app-server {method}: {message['error']}")
+                result = message.get("result") or {}
+            elif message.get("method") == until:
+                seen = True
+            if result is not None and seen:
+                return result
+        raise AssertionError(
+            f"codex app-server gave no answer to {method} in {TURN_TIMEOUT}s; it sent {self.notes[-30:]}; "
+            f"stderr: {self.stderr[-2000:]}"
+        )
+
+    def start_thread(self, source: str = "startup") -> str:
+        """A new thread (``source="clear"``: what ``/clear`` starts); its id, the hooks' ``session_id``."""
+        params = {"cwd": str(self.agent.project), "sessionStartSource": source, "config": {"bypass_hook_trust": True}}
+        return str(self.request("thread/start", params)["thread"]["id"])
+
+    def turn(self, thread: str, prompt: str) -> None:
+        """One user turn, until Codex says it completed."""
+        self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]}, "turn/completed")
+
+    def compact(self, thread: str) -> None:
+        """``/compact``: summarise the thread now (Codex runs it as a turn of its own)."""
+        self.request("thread/compact/start", {"threadId": thread}, "turn/completed")
+
+
+def request_text(body: dict) -> str:
+    """Every text of a recorded request, joined: what the model was sent."""
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(body.get("system"))
+    walk(body.get("messages"))
+    walk(body.get("instructions"))
+    walk(body.get("input"))
+    return "\n".join(out)
