@@ -1,6 +1,6 @@
 """The ``UserPromptSubmit`` hook an agent waits for at every prompt, and the context bytes it adds.
 
-Run: ``python bench/bench_hook.py [--runs 15] [--turns 50 --changes 5]``. Prints two tables.
+Run: ``python bench/bench_hook.py [--runs 15] [--prompts 2000] [--turns 50 --changes 5]``. Prints two tables.
 
 Every process runs in a venv of its own with nia ``pip install``-ed (not editable) from a copy
 of this checkout, bytecode compiled up front, as :mod:`bench_startup` builds it: an editable
@@ -23,7 +23,10 @@ pays. The table prints the machine's load average before and after.
      context did not change (it prints nothing); the same with a file of the context edited
      before each run; unchanged with 20 entry-point plugins installed; unchanged in a real
      git repository (the others hold an empty ``.git`` folder), where the built-in nia-git
-     runs git at every prompt.
+     runs git at every prompt; and unchanged on an attached session whose every one of
+     ``--prompts`` earlier prompts admitted a change (so its history holds that many system
+     messages), built in one process through the hook's own code before the rounds: beside
+     the first in-process row, it shows whether the hook's cost grows with the conversation.
 
    Then each resident process's memory (resident set size) and the CPU time it used in
    ``--idle`` seconds without a hook.
@@ -190,7 +193,23 @@ def start_resident(nia: str, env: dict[str, str], cwd: Path) -> None:
         time.sleep(0.1)
 
 
-def latency(python: Path, work: Path, runs: int) -> list[Row]:
+GROW = """
+import sys
+from pathlib import Path
+from nia_core.agents import adapter
+from nia_core.agents.answer import run
+from nia_core.runtime import Runtime
+root, prompts, stdin = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+runtime, host = Runtime(), adapter("claude-code")
+for prompt in range(prompts):
+    (root / "rule.txt").write_text(f"rule {prompt}\\n")
+    if run(host, stdin, runtime).entry.outcome != "updated":
+        sys.exit(f"prompt {prompt} admitted nothing")
+"""
+"""Prompts of one attached session, each with a change, through the hook's own code in one process."""
+
+
+def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     """Every row once per round, ``runs`` rounds: a busy spell on the machine hits every row alike."""
     env = clean_env(work)
     script = str(python.parent / "nia")
@@ -251,6 +270,12 @@ def latency(python: Path, work: Path, runs: int) -> list[Row]:
         rows.append(
             Row("in-process, unchanged, git repo", nia, env, repository, payload(repository, "UserPromptSubmit", "s3"))
         )
+    if prompts:
+        long = make_project(work, "long")
+        ups9 = payload(long, "UserPromptSubmit", "s9")
+        Row("start", nia, env, long, payload(long, "SessionStart", "s9", "startup")).run()
+        Row("grow", [str(python), "-c", GROW, str(long), str(prompts), ups9], env, long).run()
+        rows.append(Row(f"in-process, unchanged, session of {prompts:,} prompts", nia, env, long, ups9))
     for project, environment, session in starts:
         Row("start", nia, environment, project, payload(project, "SessionStart", session, "startup")).run()
     time.sleep(2.1)  # the entry-point cache trusts no folder modified within 2 s: let the fresh venv settle
@@ -323,6 +348,7 @@ def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--prompts", type=int, default=2000, help="earlier prompts of the long attached session")
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--changes", type=int, default=5)
     parser.add_argument("--idle", type=float, default=30.0, help="seconds to watch the idle resident processes")
@@ -333,7 +359,7 @@ def main() -> None:
         python, _ = make_venv(work)
         load = os.getloadavg()
         try:
-            rows = latency(python, work, args.runs)
+            rows = latency(python, work, args.runs, args.prompts)
             load_after = os.getloadavg()
             costs = resident_costs(python, work, args.idle)
         finally:

@@ -107,3 +107,14 @@ def test_every_doc_example_imports_only_public_modules():
 def test_internal_packages_say_so(package):
     doc = importlib.import_module(f"nia_core.{package}").__doc__ or ""
     assert "Internal: not part of nia's public API" in doc
+
+
+def test_an_exported_function_named_like_its_module_stays_the_function():
+    """``nia_core.project.locate`` is a module and the function it exports: importing the module first is no matter."""
+    code = (
+        "import nia_core.project.locate, nia_core.runtime\n"
+        "from nia_core.project import locate\n"
+        "print(callable(locate), callable(nia_core.runtime.locate))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True"]

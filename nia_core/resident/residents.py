@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from nia_core.files import read_checked
+from nia_core.files import read_private
 from nia_core.resident import folder
 
 
@@ -96,7 +96,7 @@ def _locked(path: str) -> bool:
 
 def _read(place: str, key: str) -> Resident | None:
     try:
-        data = json.loads(read_checked(metadata_path(place, key), place, 1 << 20).data)
+        data = json.loads(read_private(place, key + ".json", 1 << 20))
         pid = int(data["pid"])
         started = float(data["started"])
     except (OSError, ValueError, KeyError, TypeError):

@@ -139,8 +139,7 @@ class Resident:
                 os.unlink(self.socket_path)
 
     def write_metadata(self) -> None:
-        from nia_core.plugin_host.cachefiles import write_atomically
-        from nia_core.resident.residents import metadata_path
+        from nia_core.files import write_private
 
         data = {
             "ready": self.bound is not None,
@@ -152,7 +151,7 @@ class Resident:
             "python": self.scope.get("python"),
             "options": self.options,
         }
-        write_atomically(metadata_path(self.place, self.key), json.dumps(data))
+        write_private(self.place, self.key + ".json", json.dumps(data).encode("utf-8"))
 
     # -- serving ----------------------------------------------------------------------
 
@@ -443,7 +442,8 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
     log_to_stderr()
     resident = Resident(options, found, place, key)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    resident.write_metadata()  # "starting": listed, and SIGTERM (still the default action) ends it at once
+    with contextlib.suppress(OSError):  # "starting": listed, and SIGTERM (still the default action) ends it at once
+        resident.write_metadata()
     try:
         resident.warm()
         listener = _listen(resident)
@@ -451,7 +451,8 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
             return
         signal.signal(signal.SIGTERM, lambda *_: resident.end("SIGTERM"))
         try:
-            resident.write_metadata()
+            with contextlib.suppress(OSError):
+                resident.write_metadata()
             resident.serve(listener)
         finally:
             resident.end(resident.ending or "ended")
