@@ -70,3 +70,16 @@ def reset_nia_logging():
             logger.removeHandler(handler)
     logger.propagate = True
     logger.setLevel(logging.NOTSET)
+
+
+@pytest.fixture(params=["in-process", "resident"])
+def hook_mode(request, monkeypatch):
+    """A test of agent hooks, twice: answered in the hook's own process, and by a resident process.
+
+    See tests/resident_helpers.py (what a test does in the resident mode); tests/agents and
+    tests/real_agents use it for every test, the hostile-repository cases where they run a hook.
+    """
+    from tests.resident_helpers import resident_mode
+
+    with resident_mode(monkeypatch, request.param == "resident") as mode:
+        yield mode

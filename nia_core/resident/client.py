@@ -87,11 +87,12 @@ def hook(host: str, fallback: Fallback, options: dict[str, Any] | None = None) -
     found: dict[str, Any] | None = None
     try:
         found = scope.scope(options)
+        hook_values = scope.per_hook()
         reply = ask(host, data, found, seconds / 2)
     except NoAnswer as missed:
         fallback(data, str(missed), max(1.0, seconds - (time.monotonic() - started)))
         if missed.start and found is not None:
-            start(found, options)
+            start(found, hook_values, options)
         return
     except OSError as exc:  # the working directory is gone, say: nothing to share a resident with
         left = max(1.0, seconds - (time.monotonic() - started))
@@ -222,7 +223,7 @@ BOOT = (
 nobody's child (the hook's own process may be long-lived: a test runner)."""
 
 
-def start(found: dict[str, Any], options: dict[str, Any] | None) -> None:
+def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str, Any] | None) -> None:
     """Start a resident process for ``found`` (detached, in a session of its own) and return.
 
     The interpreter is started in a session of its own with this hook's exact
@@ -230,7 +231,9 @@ def start(found: dict[str, Any], options: dict[str, Any] | None) -> None:
     left for this process to wait for. Its standard streams are ``/dev/null``
     (never the agent's pipes, which the agent waits on). It runs with ``-P``
     (no working directory on ``sys.path``) and takes the hook's ``sys.path``
-    from its arguments.
+    from its arguments. Its environment and working directory are the hook's
+    as they were before the hook was answered in-process (where a plugin may
+    have changed both).
     """
     python = sys.executable
     if not python:
@@ -244,7 +247,8 @@ def start(found: dict[str, Any], options: dict[str, Any] | None) -> None:
         (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
     ]
     try:
-        pid = os.posix_spawn(python, argv, dict(os.environ), file_actions=actions, setsid=True)
+        os.chdir(found["cwd"])
+        pid = os.posix_spawn(python, argv, {**found["env"], **hook_values}, file_actions=actions, setsid=True)
         os.waitpid(pid, 0)
     except OSError:
         pass  # no resident this time; the next hook tries again

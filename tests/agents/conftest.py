@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.resident_helpers import assert_resident_answered, resident_mode
+from tests.resident_helpers import assert_resident_answered
 
 
-@pytest.fixture(autouse=True, params=["in-process", "resident"])
-def hook_mode(request, monkeypatch):
-    with resident_mode(monkeypatch, request.param == "resident") as mode:
-        yield mode
-    if request.param == "resident":
+@pytest.fixture(autouse=True)
+def both_modes(hook_mode):
+    yield hook_mode
+    if hook_mode == "resident":
         assert_resident_answered()

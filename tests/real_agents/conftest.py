@@ -10,7 +10,6 @@ import pytest
 
 from tests.real_agents.fakemodel import FakeModel
 from tests.real_agents.harness import nia_program
-from tests.resident_helpers import resident_mode
 
 PLUGIN = """
 from pathlib import Path
@@ -67,8 +66,7 @@ def agent_home(tmp_path: Path) -> Path:
     return home
 
 
-@pytest.fixture(autouse=True, params=["in-process", "resident"])
-def hook_mode(request, monkeypatch):
+@pytest.fixture(autouse=True)
+def both_modes(hook_mode):
     """Each test twice: the hooks answered in their own process, and by a resident process (tests/resident_helpers)."""
-    with resident_mode(monkeypatch, request.param == "resident") as mode:
-        yield mode
+    return hook_mode

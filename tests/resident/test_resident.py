@@ -199,7 +199,7 @@ def test_the_resident_killed_at_every_step_admits_nothing_twice_and_loses_nothin
         world.run("k", "UserPromptSubmit", transcript=True)
         timings.append(time.monotonic() - started)
     answer = sorted(timings)[1]
-    delays = [answer * i / 12 for i in range(16)]
+    delays = [answer * i / 10 for i in range(20)]  # from before it connects to after it answered
     for number, delay in enumerate(delays, start=2):
         if not [r for r in world.residents() if r["ready"]]:
             world.run("warm-up", "PreToolUse")  # the last hook was answered before the kill: nothing started one
@@ -223,9 +223,7 @@ def test_the_resident_killed_at_every_step_admits_nothing_twice_and_loses_nothin
         out, err = process.stdout.read(), process.stderr.read()
         assert process.wait(120) == 0, err
         if out.strip():
-            with open(world.transcripts["k"], "a") as handle:
-                text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-                handle.write(json.dumps({"attachment": {"content": [text]}}) + "\n")
+            world.record("k", out)
         world.gone(resident["pid"])
     world.run("k", "UserPromptSubmit", transcript=True)  # whatever a kill lost is sent again here
     outcomes = [(e["answered_by"], e["fallback"], e["outcome"]) for e in world.log() if e["host_session"] == "k"]
@@ -234,7 +232,7 @@ def test_the_resident_killed_at_every_step_admits_nothing_twice_and_loses_nothin
     assert len(admitted) == len(set(admitted)) == len(delays)
     seen = world.transcripts["k"].read_text()
     for number in range(2, len(delays) + 2):
-        line = f"ACME-RULE changed: value {number}"
+        line = f"ACME-RULE changed: value {number} (was"
         assert seen.count(line) == 1, f"{line!r} reached the model {seen.count(line)} times"
 
 
@@ -264,7 +262,7 @@ def test_a_different_environment_gets_another_resident_and_agent_variables_reach
     assert world.log()[-1]["answered_by"] == "in-process"
     world.ready(more_than=1)
     again = world.run("c", "UserPromptSubmit", env={"TEAM": "blue"})
-    assert world.text(again) is None and world.log()[-1]["answered_by"] == "resident"
+    assert world.text(again) is None and world.log()[-1]["answered_by"] == "resident", world.log()[-1]["fallback"]
     third = world.text(world.run("d", "SessionStart", "startup", env={"CLAUDE_PID": "300"}))
     assert "TEAM=- PID=300 LEFT=-" in third and f"Working directory: {world.root}" in third
 
@@ -395,6 +393,7 @@ def test_the_thin_client_imports_only_the_standard_library_modules_it_needs(worl
         "nia_core.about",
         "nia_core.lazy",
         "nia_core.cli",
+        "nia_core.agents",
         "nia_core.resident",
         "nia_core.resident.client",
         "nia_core.resident.scope",

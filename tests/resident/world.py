@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.agents.transcripts import hook_record, line
+
 PLUGIN = """
 from nia_core import UNAVAILABLE, ContextSource, hookimpl
 
@@ -80,10 +82,14 @@ class World:
         )
         assert done.returncode == 0, done.stderr
         if transcript and done.stdout.strip():
-            text = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-            with open(self.transcripts[session], "a") as handle:
-                handle.write(json.dumps({"attachment": {"content": [text]}}) + "\n")
+            self.record(session, done.stdout, host, event)
         return done
+
+    def record(self, session: str, stdout: str, host: str = "claude-code", event: str = "UserPromptSubmit") -> None:
+        """What the hook printed, as the host records it in its transcript (the model saw it)."""
+        text = json.loads(stdout)["hookSpecificOutput"]["additionalContext"]
+        with open(self.transcripts[session], "a") as handle:
+            handle.write(line(hook_record(host, text, event)))
 
     def text(self, done: subprocess.CompletedProcess[str]) -> str | None:
         out = done.stdout.strip()
