@@ -18,6 +18,13 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 - Its transcript lines carry ``"version": "2.1.328"``.
 - It writes a resumed turn's SessionStart output to the transcript only after
   the prompt's UserPromptSubmit hook ran.
+- At the start of a conversation it adds its own git status, "a snapshot in
+  time" that "will not update during the conversation". The setting
+  ``"includeGitInstructions": false`` (``CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS``)
+  leaves it out, with the built-in commit and pull-request instructions
+  (read in the 2.1.328 binary: the git status is fetched only when
+  ``includeGitInstructions`` is not false; checked with the binary in
+  ``tests/real_agents``).
 - What a hook added for the model is a line of its own:
   ``{"type": "attachment", "attachment": {"type": "hook_additional_context",
   "content": ["TEXT"], "hookEvent": "SessionStart", …}}``; tool results are
@@ -73,6 +80,8 @@ ADAPTER = HostAdapter(
     compaction='"subtype":"compact_boundary"',
     compaction_recorded_first=False,
     start_recorded_late=True,
+    git_snapshot_off={"includeGitInstructions": False},
+    git_snapshot_note="it also leaves out Claude Code's built-in commit and pull-request instructions",
     output_marker='"hook_additional_context"',
     hook_outputs=hook_outputs,
 )

@@ -143,6 +143,11 @@ class HostAdapter:
     """A setting the host needs before it runs hooks (the installer turns it on, marked as nia's)."""
     notes: tuple[str, ...] = ()
     """What ``nia hook install`` says after installing: trust steps the user takes in the host."""
+    git_snapshot_off: Mapping[str, Any] | None = None
+    """Settings members that switch off the host's own git status snapshot (which it says will not update),
+    for ``nia hook install --no-host-git-status`` (``None``: the host has no such setting)."""
+    git_snapshot_note: str = ""
+    """What else those members switch off, for people."""
     trusted: Callable[[Path, Mapping[str, Any], list[str]], list[str]] | None = None
     """For ``nia hook status``: the events of nia's entries (in the hooks file at the path, already read) that
     the host has recorded the user's trust for; problems reading the host's record are appended to the list."""
