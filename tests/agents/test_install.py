@@ -130,7 +130,8 @@ def test_install_codex_writes_hooks_json_and_the_feature_flag_keeping_toml_comme
     assert codex_project["feature_enabled"] is True and codex_project["trusted_events"] == []
 
     assert run("hook", "uninstall", "codex", cwd=project).exit_code == 0
-    assert json.loads((project / ".codex" / "hooks.json").read_text()) == {}
+    assert not (project / ".codex" / "hooks.json").exists()  # nia created it and left it empty
+    assert config.read_text() == '# my settings\nmodel = "o3"  # keep me\n\n[features]\nweb_search = true\n'
 
 
 def test_status_reads_codex_trust_records_without_writing_them(project, monkeypatch, tmp_path):
@@ -159,3 +160,112 @@ def test_status_lists_every_host_and_scope(project):
     lines = result.output.splitlines()
     assert any(line.startswith("claude-code") and "project" in line and "UserPromptSubmit" in line for line in lines)
     assert any(line.startswith("codex") and "not installed" in line for line in lines)
+
+
+# -- the user's bytes: install then uninstall gives them back ---------------------------------------
+
+STYLES = {
+    "four-spaces": '{\n    "permissions": {"allow": ["Bash(ls)"]},\n    "model": "opus"\n}\n',
+    "tabs-and-hooks": '{\n\t"hooks": {\n\t\t"UserPromptSubmit": [\n\t\t\t{"hooks": [{"type": "command", '
+    '"command": "echo mine"}]}\n\t\t],\n\t\t"PreToolUse": []\n\t},\n\t"env": {"A": "é"}\n}',
+    "minified": '{"z":1,"hooks":{"SessionStart":[{"matcher":"","hooks":[{"type":"command",'
+    '"command":"echo a"}]}]},"a":2}',
+    "crlf-and-odd-spacing": '{ "b" : [ 1 , 2 ] ,\r\n  "a" :{}}\r\n',
+    "empty-object": "{}",
+    "blank": "\n",
+}
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize(
+    ("host", "scope", "where"),
+    [
+        ("claude-code", "--project", ".claude/settings.json"),
+        ("claude-code", "--local", ".claude/settings.local.json"),
+        ("codex", "--project", ".codex/hooks.json"),
+    ],
+)
+def test_install_then_uninstall_gives_back_the_users_bytes(project, style, host, scope, where, monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    path = project / where
+    path.parent.mkdir()
+    original = STYLES[style].encode()
+    path.write_bytes(original)
+    installed = run("hook", "install", host, scope, "--program", "nia", cwd=project)
+    assert installed.exit_code == 0, installed.output
+    data = json.loads(path.read_text())
+    assert nia_commands(data, "SessionStart", host) == [f"nia hook {host}"]
+    assert "already installed" in run("hook", "install", host, scope, "--program", "nia", cwd=project).output
+    removed = run("hook", "uninstall", host, scope, cwd=project)
+    assert removed.exit_code == 0, removed.output
+    if style in ("empty-object", "blank"):
+        assert not path.exists()  # nothing of the user's was in it: nia leaves no "{}" behind
+    else:
+        assert path.read_bytes() == original
+
+
+def test_a_file_and_folder_nia_created_go_with_uninstall(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    for host, folder in (("claude-code", ".claude"), ("codex", ".codex")):
+        assert run("hook", "install", host, "--program", "nia", cwd=project).exit_code == 0
+        assert (project / folder).is_dir()
+        assert run("hook", "uninstall", host, cwd=project).exit_code == 0
+        assert not (project / folder).exists(), sorted((project / folder).iterdir())
+
+
+def test_the_codex_switch_is_turned_off_only_when_nia_turned_it_on(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    config = project / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[features]\nhooks = true   # mine\n")
+    assert run("hook", "install", "codex", cwd=project).exit_code == 0
+    assert run("hook", "uninstall", "codex", cwd=project).exit_code == 0
+    assert config.read_text() == "[features]\nhooks = true   # mine\n"  # the user's own switch stays
+
+
+def test_local_scope_is_the_hosts_personal_file(project):
+    result = run("hook", "install", "claude-code", "--local", "--program", "nia", cwd=project)
+    assert result.exit_code == 0, result.output
+    local = project / ".claude" / "settings.local.json"
+    assert nia_commands(json.loads(local.read_text()), "UserPromptSubmit", "claude-code") == ["nia hook claude-code"]
+    assert not claude_settings(project).exists()
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    assert [s["events"] for s in status if s["host"] == "claude-code" and s["scope"] == "local"] == [
+        ["SessionStart", "UserPromptSubmit"]
+    ]
+    refused = run("hook", "install", "codex", "--local", cwd=project)
+    assert refused.exit_code == 2 and "no personal project scope" in refused.output
+
+
+def test_a_new_command_hook_host_is_one_module_of_facts(project, monkeypatch, tmp_path):
+    """A host added to the table works in every command: install, the hook itself, status, uninstall."""
+    from nia_core import agents
+
+    monkeypatch.setitem(agents.ADAPTERS, "fakehost", "tests.agents.fakehost")
+    monkeypatch.setenv("NIA_HOOK_DEADLINE", "600")
+    installed = run("hook", "install", "fakehost", "--program", "/opt/nia/bin/nia", cwd=project)
+    assert installed.exit_code == 0, installed.output
+    assert "trusted folder" in installed.output
+    path = project / ".fakehost" / "hooks" / "nia.json"
+    handler = {"bash": "/opt/nia/bin/nia hook fakehost", "timeoutSec": 30}
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "hooks": {
+            "sessionStart": [{"type": "command", **handler}],
+            "userPromptSubmitted": [{"type": "command", **handler}],
+        },
+    }
+    payload = {"hook_event_name": "sessionStart", "session_id": "f1", "cwd": str(project), "source": "startup"}
+    answered = CliRunner().invoke(cli, ["hook", "fakehost"], input=json.dumps(payload))
+    assert answered.exit_code == 0
+    assert "Environment:" in json.loads(answered.stdout)["additionalContext"]
+    prompt = {"hook_event_name": "userPromptSubmitted", "session_id": "f1", "cwd": str(project), "prompt": "hi"}
+    assert CliRunner().invoke(cli, ["hook", "fakehost"], input=json.dumps(prompt)).stdout == ""
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    mine = [s for s in status if s["host"] == "fakehost"]
+    assert [(s["scope"], s["events"]) for s in mine] == [
+        ("project", ["sessionStart", "userPromptSubmitted"]),
+        ("user", []),
+    ]
+    assert run("hook", "uninstall", "fakehost", cwd=project).exit_code == 0
+    assert not (project / ".fakehost").exists()
