@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from nia_core.context import ContextSource, Location, LocationContext, SystemContext
 from nia_core.plugin_host import PluginHost, load_host
-from nia_core.project.locate import locate
+from nia_core.project.root import locate
 
 if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
     from nia_core.model import StreamCallback  # (nor `nia context show` models or workflows)
