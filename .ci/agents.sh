@@ -3,15 +3,23 @@
 #
 #   eval "$(bash .ci/agents.sh)"   # prints: export NIA_AGENTS_DIR=...
 #
-# Installs node/npm with apt-get when missing, then Claude Code and Codex (pinned versions, native
-# binaries inside the npm packages) with npm into a cache folder (NIA_AGENTS_DIR, default
-# ~/.cache/nia-agents). A second run with the same versions does nothing. Only the export line goes
-# to stdout; progress goes to stderr. tests/real_agents/harness.py finds the binaries through
-# $NIA_AGENTS_DIR/node_modules/.bin.
+# Installs node/npm with apt-get when missing, then the six agents nia serves (pinned versions) with
+# npm into a cache folder (NIA_AGENTS_DIR, default ~/.cache/nia-agents): Claude Code, Codex, Gemini CLI,
+# OpenCode, GitHub Copilot CLI and Qwen Code. A second run with the same versions does nothing. Only the
+# export line goes to stdout; progress goes to stderr. tests/real_agents/harness.py finds the binaries
+# through $NIA_AGENTS_DIR/node_modules/.bin. npm warns that Qwen Code asks for node >= 22 and that
+# Gemini CLI's optional native packages ran no install script: both run on node 20 as they are.
 set -euo pipefail
 
-CLAUDE_CODE_VERSION="2.1.328"
-CODEX_VERSION="0.169.0"
+# package@version and the binary it puts in node_modules/.bin: one pinned list for every test and bench.
+AGENTS=(
+    "@anthropic-ai/claude-code@2.1.328 claude"
+    "@openai/codex@0.169.0 codex"
+    "@google/gemini-cli@0.61.0 gemini"
+    "opencode-ai@1.18.33 opencode"
+    "@github/copilot@1.0.102 copilot"
+    "@qwen-code/qwen-code@0.24.4 qwen"
+)
 DIR="${NIA_AGENTS_DIR:-$HOME/.cache/nia-agents}"
 
 log() { echo "agents.sh: $*" >&2; }
@@ -34,12 +42,20 @@ installed_version() {  # package name -> its version in DIR, or nothing
 
 command -v npm >/dev/null && command -v node >/dev/null || install_node
 mkdir -p "$DIR"
-if [[ "$(installed_version @anthropic-ai/claude-code)" != "$CLAUDE_CODE_VERSION" \
-   || "$(installed_version @openai/codex)" != "$CODEX_VERSION" \
-   || ! -x "$DIR/node_modules/.bin/claude" || ! -x "$DIR/node_modules/.bin/codex" ]]; then
-    log "installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION @openai/codex@$CODEX_VERSION into $DIR"
-    npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error \
-        "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" >&2
+missing=()
+for entry in "${AGENTS[@]}"; do
+    spec=${entry% *} bin=${entry##* }
+    package=${spec%@*} version=${spec##*@}
+    if [[ "$(installed_version "$package")" != "$version" || ! -x "$DIR/node_modules/.bin/$bin" ]]; then
+        missing+=("$spec")
+    fi
+done
+if ((${#missing[@]})); then
+    log "installing ${missing[*]} into $DIR"
+    npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error "${missing[@]}" >&2
 fi
-log "claude $("$DIR/node_modules/.bin/claude" --version 2>/dev/null || echo '?'), $("$DIR/node_modules/.bin/codex" --version 2>/dev/null || echo 'codex ?')"
+for entry in "${AGENTS[@]}"; do
+    bin=${entry##* }
+    log "$bin $("$DIR/node_modules/.bin/$bin" --version 2>/dev/null | head -n 1 || echo '?')"
+done
 echo "export NIA_AGENTS_DIR=$DIR"

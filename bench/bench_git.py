@@ -21,7 +21,9 @@ from pathlib import Path
 from nia_core import SystemContext, initialize, reconcile
 from nia_core.project import locate
 from nia_plugins.git import nia_context_sources
-from nia_plugins.gitstatus import Settings, find_repository, git_source
+from nia_plugins.git.repository import find_repository
+from nia_plugins.git.settings import Settings
+from nia_plugins.git.source import git_source
 
 
 def git(root: Path, *args: str) -> None:
@@ -92,9 +94,10 @@ def main(argv: list[str] | None = None) -> int:
         rows = measure(root, args.repeats)
     baseline = rows[0][1]
     width = max(len(name) for name, _ in rows)
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg()) if hasattr(os, "getloadavg") else "unknown"
     print(
         f"nia/git on a {args.files:,}-file repository, median of {args.repeats} (ms); "
-        f"python {sys.version.split()[0]}, {os.cpu_count()} cores"
+        f"python {sys.version.split()[0]}, {os.cpu_count()} cores, load {load} (1, 5, 15 min)"
     )
     print(f"{'what':<{width}} | {'ms':>9} | {'vs git status':>13}")
     for name, ms in rows:

@@ -61,7 +61,7 @@ SCAN_CACHED = """\
 import importlib.util, os, sys, time
 sys.path[0] = os.environ["NIA_BENCH_SCRIPTS"]  # the console script's sys.path: its cache file (one per sys.path)
 package = os.path.dirname(importlib.util.find_spec("nia_core").origin)  # found, not imported
-spec = importlib.util.spec_from_file_location("epcache", os.path.join(package, "host", "epcache.py"))
+spec = importlib.util.spec_from_file_location("epcache", os.path.join(package, "plugin_host", "epcache.py"))
 epcache = sys.modules["epcache"] = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(epcache)  # the cache module alone: stdlib only
 started = time.perf_counter()

@@ -12,7 +12,13 @@ hold for every request, so they live in one place.
 - **Bounds.** Every read has a size bound (a whole body, one line of a
   stream) and a per-read timeout, and the whole request has a deadline, so a
   lying ``Content-Length``, a line of gigabytes or a keep-alive forever ends
-  in a clear :class:`HttpFailure` that says whether retrying can help.
+  in a clear :class:`HttpFailure` that says whether retrying can help. The
+  deadline holds inside every read ``http.client`` makes on its own (a status
+  line, a header, a chunk size trickled a byte a second): when it passes, a
+  watchdog shuts the connection's socket, so no read or write outlives it.
+- **Integrity.** A body cut short (chunked framing that stops before its last
+  chunk, fewer bytes than ``Content-Length``) is an :class:`HttpFailure`
+  marked retryable, never a clean end of the body.
 - **Proxies.** ``https_proxy``/``http_proxy``/``no_proxy`` are honoured as
   urllib honours them; an https request goes through a CONNECT tunnel, so the
   proxy sees its host and port, never its headers or body.
@@ -25,8 +31,10 @@ from __future__ import annotations
 import base64
 import http.client
 import logging
+import re
 import socket
 import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -185,7 +193,13 @@ class Response:
     """A response whose every read is bounded in size and time."""
 
     def __init__(
-        self, raw: http.client.HTTPResponse, sock: socket.socket | None, url: str, timeout: float, deadline: Deadline
+        self,
+        raw: http.client.HTTPResponse,
+        sock: socket.socket | None,
+        url: str,
+        timeout: float,
+        deadline: Deadline,
+        watchdog: Watchdog | None = None,
     ) -> None:
         self.raw = raw
         self.sock = sock
@@ -195,6 +209,7 @@ class Response:
         self.headers = raw.headers
         self.timeout = timeout
         self.deadline = deadline
+        self.watchdog = watchdog
 
     def __enter__(self) -> Response:
         return self
@@ -203,6 +218,8 @@ class Response:
         self.close()
 
     def close(self) -> None:
+        if self.watchdog is not None:
+            self.watchdog.cancel()
         try:
             self.raw.close()
         except (OSError, http.client.HTTPException):
@@ -224,6 +241,21 @@ class Response:
             return deadline_failure(self.url, self.deadline)
         return network_failure(self.url, exc, self.timeout, reading=True)
 
+    def _cut(self, received: int) -> HttpFailure:
+        """The body stopped before its framing said it ends: retryable, never a clean end."""
+        if self.deadline.expired():  # the watchdog shut the socket
+            return deadline_failure(self.url, self.deadline)
+        if self.raw.chunked:
+            how = "before its last chunk (chunked framing)"
+        else:
+            expected = received + (self.raw.length or 0)
+            how = f"of {expected:,} (Content-Length)"
+        return HttpFailure(
+            f"the reply from {redact_url(self.url)} was cut off after {received:,} bytes {how}",
+            status=self.status,
+            retryable=True,
+        )
+
     def read(self, limit: int) -> bytes:
         """The whole body, at most ``limit`` bytes; more (declared or sent) is an error."""
         declared = self.raw.length
@@ -240,6 +272,8 @@ class Response:
             try:
                 piece = self.raw.read(min(CHUNK, limit + 1 - total))
             except http.client.IncompleteRead as exc:
+                if self.deadline.expired():
+                    raise deadline_failure(self.url, self.deadline) from None
                 expected = f" of {declared:,}" if declared is not None else ""
                 raise HttpFailure(
                     f"the reply from {redact_url(self.url)} ended after {total + len(exc.partial):,}{expected} bytes",
@@ -249,6 +283,8 @@ class Response:
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 raise self._guard(exc) from None
             if not piece:
+                if self.deadline.expired():
+                    raise deadline_failure(self.url, self.deadline)
                 if declared is not None and total < declared:
                     raise HttpFailure(
                         f"the reply from {redact_url(self.url)} ended after {total:,} of {declared:,} bytes",
@@ -266,21 +302,91 @@ class Response:
         return b"".join(chunks)
 
     def lines(self, limit: int) -> Iterator[bytes]:
-        """The body line by line (with line endings), each at most ``limit`` bytes."""
+        """The body line by line, without line endings, each at most ``limit`` bytes.
+
+        A line ends at ``\\r\\n``, ``\\n`` or ``\\r`` (the event-stream rule, which
+        both official SDKs follow). A last line with no ending is yielded too.
+        Reads go through ``read1``, which reports a cut chunked body
+        (``readline`` would take it for the end), and a body shorter than its
+        ``Content-Length`` is reported as cut as well.
+        """
+        pending = bytearray()
+        skip_lf = False
+        received = 0
         while True:
             self._arm()
             try:
-                line = self.raw.readline(limit + 1)
+                piece = self.raw.read1(CHUNK)
+            except http.client.IncompleteRead:
+                raise self._cut(received) from None
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 raise self._guard(exc) from None
-            if not line:
+            if not piece:
+                if self.deadline.expired():
+                    raise deadline_failure(self.url, self.deadline)
+                if not self.raw.chunked and self.raw.length:
+                    raise self._cut(received)
+                if pending:
+                    yield bytes(pending)
                 return
-            if len(line) > limit and not line.endswith(b"\n"):
-                raise HttpFailure(
-                    f"the stream from {redact_url(self.url)} sent a line longer than the {limit:,}-byte limit",
-                    status=self.status,
-                )
-            yield line
+            received += len(piece)
+            start = 0
+            for match in _LINE_END.finditer(piece):
+                end = match.start()
+                if skip_lf and end == start and piece[end] == 10:  # the LF of a CRLF split across reads
+                    skip_lf = False
+                    start = end + 1
+                    continue
+                pending += piece[start:end]
+                self._check_line(len(pending), limit)
+                yield bytes(pending)
+                pending.clear()
+                skip_lf = piece[end] == 13
+                start = end + 1
+            if start < len(piece):
+                skip_lf = False
+                pending += piece[start:]
+                self._check_line(len(pending), limit)
+
+    def _check_line(self, size: int, limit: int) -> None:
+        if size > limit:
+            raise HttpFailure(
+                f"the stream from {redact_url(self.url)} sent a line longer than the {limit:,}-byte limit",
+                status=self.status,
+            )
+
+
+_LINE_END = re.compile(rb"[\r\n]")
+
+
+class Watchdog:
+    """Shuts a connection's socket when the call's deadline passes.
+
+    ``http.client`` reads a status line, headers and chunk sizes with loops of
+    its own; a server that trickles a byte a second keeps each socket read
+    short, so a per-read timeout never fires there. Shutting the socket (not
+    closing it: another thread may be inside a read) makes every pending and
+    later read or write on it fail at once, and the caller sees the deadline.
+    """
+
+    def __init__(self, connection: http.client.HTTPConnection, deadline: Deadline) -> None:
+        self.connection = connection
+        self.timer = threading.Timer(max(deadline.remaining(), 0.0), self._fire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _fire(self) -> None:
+        sock = self.connection.sock
+        if sock is None:
+            return
+        try:
+            # The plain socket's shutdown, also for a TLS socket: it ends the TCP stream under any read.
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def cancel(self) -> None:
+        self.timer.cancel()
 
 
 def request(
@@ -381,6 +487,7 @@ def _once(
             target = urlunsplit(("http", parts.netloc.rpartition("@")[2], parts.path or "/", parts.query, ""))
             wire_headers.update(proxy_auth)
     started = time.monotonic()
+    watchdog = Watchdog(connection, deadline)
     try:
         connection.request(method, target, body=body, headers=wire_headers)
         sock = connection.sock
@@ -388,6 +495,7 @@ def _once(
             sock.settimeout(min(timeout, max(deadline.remaining(), 0.001)))
         raw = connection.getresponse()
     except (OSError, http.client.HTTPException, ValueError) as exc:
+        watchdog.cancel()
         connection.close()
         log.debug("%s %s: %s after %.0f ms", method, redact_url(url), type(exc).__name__, _ms(started))
         if deadline.expired():
@@ -404,7 +512,7 @@ def _once(
         _ms(started),
         len(body or b""),
     )
-    return Response(raw, sock, url, timeout, deadline)
+    return Response(raw, sock, url, timeout, deadline, watchdog)
 
 
 def _ms(since: float) -> float:

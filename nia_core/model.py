@@ -94,7 +94,8 @@ class Reply:
 
     text: str
     tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None
+    """Token usage as the provider reported it; ``None`` when it reported none (the reply is then unpriced)."""
     raw: dict[str, Any] | None = None
     stop_reason: str | None = None
     """Why the model stopped, as the provider says it (``end_turn``, ``stop``, ``refusal``, ...)."""
@@ -102,6 +103,12 @@ class Reply:
     """The model declined to answer (OpenAI's ``refusal``, Anthropic's ``stop_reason: "refusal"``)."""
     resets_turn: bool = False
     """The provider requires the refused input to be left out of later requests (Anthropic)."""
+    undeclared_calls: tuple[str, ...] = ()
+    """Ids of tool calls naming a tool the request did not declare: nothing can run them, so the
+    session answers each as not run (a provider that declares no tools lists every call here)."""
+    cut_calls: tuple[str, ...] = ()
+    """Ids of tool calls the output token limit cut off before their input was whole: their
+    ``arguments`` hold what arrived, and the session answers each as not run."""
 
 
 DEFAULT_MODEL = "echo/echo"

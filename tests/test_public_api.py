@@ -45,7 +45,10 @@ def test_importing_nia_core_loads_the_engine_only():
         m
         for m in modules
         if m.split(".")[:2]
-        in (["nia_core", p] for p in ("project", "plugin_host", "sessions", "providers", "runtime", "cli", "agents", "mcp"))
+        in (
+            ["nia_core", p]
+            for p in ("project", "plugin_host", "sessions", "providers", "runtime", "cli", "agents", "mcp")
+        )
         or m in ("click", "http.client", "urllib.request", "sqlite3", "tomlkit")
     ]
     assert "nia_core.context" in modules and "nia_core.model" in modules
@@ -104,3 +107,14 @@ def test_every_doc_example_imports_only_public_modules():
 def test_internal_packages_say_so(package):
     doc = importlib.import_module(f"nia_core.{package}").__doc__ or ""
     assert "Internal: not part of nia's public API" in doc
+
+
+def test_an_exported_function_named_like_its_module_stays_the_function():
+    """``nia_core.project.locate`` is a module and the function it exports: importing the module first is no matter."""
+    code = (
+        "import nia_core.project.locate, nia_core.runtime\n"
+        "from nia_core.project import locate\n"
+        "print(callable(locate), callable(nia_core.runtime.locate))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True"]

@@ -18,7 +18,7 @@ import click
 
 from nia_core.cli.app import App
 from nia_core.cli.textin import check_text, read_stdin
-from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn
+from nia_core.cli.turn import BLOCKED_EXIT, SessionBlocked, send_turn, stop_notes
 from nia_core.errors import NiaError, UsageError
 from nia_core.model import message_content
 from nia_core.providers.names import canonical_model
@@ -150,22 +150,28 @@ def _entry_json(entry: HistoryEntry) -> dict[str, Any]:
     if entry.reply is not None:
         item["reply"] = {
             "model": entry.reply.model,
-            "usage": usage_json(entry.reply.usage),
+            "usage": usage_json(entry.reply.usage) if entry.reply.usage is not None else None,
             "stop_reason": entry.reply.stop_reason,
             "refusal": entry.reply.refusal,
             "left_out": entry.message.refused,
         }
+        if entry.reply.undeclared_calls:
+            item["reply"]["undeclared_calls"] = list(entry.reply.undeclared_calls)
+        if entry.reply.cut_calls:
+            item["reply"]["cut_calls"] = list(entry.reply.cut_calls)
     return item
 
 
-def _reply_text(reply: ReplyRecord) -> str:
-    """``[usage: 12,345 in · …]`` under a reply, and what its refusal did."""
-    parts = [f"[{reply.model}: {usage_line(reply.usage)}"]
+def _reply_text(reply: ReplyRecord, message: Message) -> str:
+    """``[model: 12,345 in · …]`` under a reply, then how it ended: a refusal, a filter, a cut, tool calls."""
+    usage = usage_line(reply.usage) if reply.usage is not None else "no usage reported (unpriced)"
+    parts = [f"[{reply.model}: {usage}"]
     if reply.resets_turn:
         parts.append("; refused: this turn is left out of later requests")
     elif reply.refusal:
         parts.append("; refused")
-    return "".join(parts) + "]"
+    notes = stop_notes(reply.model, reply.stop_reason, message.tool_calls, reply.undeclared_calls, reply.cut_calls)
+    return "".join(parts) + "]" + "".join(f"\n  ({note})" for note in notes)
 
 
 LABELS = {
@@ -241,7 +247,7 @@ def show(ctx: click.Context, session_id: str, model_view: bool, as_json: bool) -
                 _epoch_line(waiting.pop(0))
             click.echo(f"#{seq} " + _message_text(entry.message))
             if entry.reply is not None:
-                click.echo("  " + _reply_text(entry.reply))
+                click.echo("  " + _reply_text(entry.reply, entry.message))
         for epoch in waiting:
             _epoch_line(epoch)
         if record.epoch is None and epochs:

@@ -21,8 +21,9 @@ from nia_core.errors import InvalidSourceKey, one_line
 from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.plugin_host import epcache
 from nia_core.plugin_host.epcache import EntryPointRecord
+from nia_core.plugin_host.implementations import marker_opts, static_names
 from nia_core.plugin_host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
-from nia_core.plugin_host.manager import PluginError, PluginHost, static_names
+from nia_core.plugin_host.manager import PluginError, PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
 from nia_core.project.paths import shown_path
 from nia_core.records import record
@@ -121,19 +122,17 @@ def _namespace(plugin: object, info: PluginInfo) -> str | None:
     return namespace
 
 
-def _unknown_hooks(host: PluginHost, plugin: object) -> list[str]:
+def _unknown_hooks(host: PluginHost, name: str) -> list[str]:
     """Hooks the plugin implements that no hookspec declares (a typo, most likely)."""
-    unknown = []
-    for caller in host.pm.get_hookcallers(plugin) or []:
-        if caller.has_spec():
-            continue
-        impls = [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
-        if any(not impl.optionalhook for impl in impls):
-            unknown.append(caller.name)
+    unknown = set()
+    for impl in host.implementations(name):
+        caller = getattr(host.pm.hook, impl.hook, None)
+        if (caller is None or not caller.has_spec()) and not impl.opts.get("optionalhook"):
+            unknown.add(impl.hook)
     return sorted(unknown)
 
 
-def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
+def _unmarked_hooks(plugin: object) -> list[str]:
     """Functions named like a nia hook (or nearly) that lack ``@hookimpl``: pluggy ignores them silently."""
     hooks = [name for name in vars(hookspecs) if name.startswith("nia_")]
     found = []
@@ -143,7 +142,7 @@ def _unmarked_hooks(host: PluginHost, plugin: object) -> list[str]:
         if attr not in hooks and not _close_to_a_hook(attr, hooks):
             continue
         value = _attribute(plugin, attr)
-        if callable(value) and host.pm.parse_hookimpl_opts(plugin, attr) is None:
+        if callable(value) and marker_opts(plugin, attr) is None:
             found.append(attr)
     return sorted(found, key=lambda name: (name not in hooks, name))
 
@@ -169,7 +168,7 @@ def register_imported(
 
     Broken means: it failed to import (whatever it raised) or did not finish
     importing in time, declares an unusable ``NIA_NAMESPACE``, has a hook
-    implementation pluggy rejects (pluggy >= 1.7 then leaves nothing of it
+    implementation pluggy rejects (nothing of it stays
     registered), or implements a hook nia does not have. ``deadline=False`` is
     for nia's own built-ins and objects already imported.
     """
@@ -197,13 +196,13 @@ def register_imported(
         elapsed = (time.monotonic() - started) * 1000
         log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)
     if registered.error is None:
-        unknown = _unknown_hooks(host, plugin)
+        unknown = _unknown_hooks(host, info.name)
         if unknown:
             host.unregister(info.name)
             info.hooks = []
             info.error = f"implements {', '.join(unknown)}, which is not a nia hook (see docs/plugin_hooks.md)"
             return host.record(info)
-        for function in _unmarked_hooks(host, plugin):
+        for function in _unmarked_hooks(plugin):
             hint = "" if hasattr(hookspecs, function) else _no_such_hook(function)
             host.warn(
                 registered,

@@ -11,30 +11,21 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import pluggy
-
-try:  # pluggy's private parts, for a registration that runs no plugin code (see _PluginManager)
-    from pluggy._hooks import HookCaller, HookImpl, normalize_hookimpl_opts
-    from pluggy._manager import _static_hook_attr
-except ImportError:  # a pluggy that moved them: its own registration, dir(plugin) and all
-    STATIC_REGISTRATION = False
-else:
-    STATIC_REGISTRATION = True
 
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError, one_line, raised_at
 from nia_core.lazylog import lazy_logger
+from nia_core.plugin_host.calls import HookCall, PerPlugin, guarded
+from nia_core.plugin_host.implementations import HookNamespace, Implementation, implementations
 from nia_core.plugin_host.importing import import_deadline
 from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
-from nia_core.process import is_user_interrupt
 from nia_core.project.config import project_tables
-from nia_core.stdio import PLUGIN_CODE
 
 log = lazy_logger("nia.host")
 
@@ -69,169 +60,18 @@ implementation of every hook on its own (so one plugin's failure stays its own),
 wrapper nothing to wrap; it is refused at registration instead of failing at the first call."""
 
 
-def _wrapper_problem(pm: pluggy.PluginManager, plugin: object) -> str | None:
+def _wrapper_problem(found: list[Implementation]) -> str | None:
     """``@hookimpl(wrapper=True)`` on a nia hook, said at registration: pluggy would accept it."""
-    for attribute in static_names(plugin):
-        if not attribute.startswith("nia_") or attribute in WRAPPABLE_HOOKS:
+    for impl in found:
+        if not impl.attribute.startswith("nia_") or impl.attribute in WRAPPABLE_HOOKS:
             continue
-        try:
-            opts = pm.parse_hookimpl_opts(plugin, attribute)
-        except Exception:  # noqa: BLE001 - an attribute that cannot be read is pluggy's to report
-            continue
-        if opts and (opts.get("wrapper") or opts.get("hookwrapper")):
-            kind = "wrapper=True" if opts.get("wrapper") else "hookwrapper=True"
+        if impl.opts.get("wrapper") or impl.opts.get("hookwrapper"):
+            kind = "wrapper=True" if impl.opts.get("wrapper") else "hookwrapper=True"
             return (
-                f"invalid hook implementation: {attribute}: @hookimpl({kind}) is not supported on nia hooks "
+                f"invalid hook implementation: {impl.attribute}: @hookimpl({kind}) is not supported on nia hooks "
                 "(nia calls each implementation on its own); use a plain @hookimpl"
             )
     return None
-
-
-def static_names(plugin: object) -> list[str]:
-    """The names ``dir(plugin)`` lists for an ordinary plugin, found without running any of its code.
-
-    ``dir()`` calls the plugin's ``__dir__`` (a module may define one at module
-    level; an object's class may too): one that never returns would freeze the
-    command after the import deadline, where nothing bounds it, and one that
-    raises or returns nonsense would crash it. For a module these are the keys
-    of its ``__dict__``; for an object, those of its own ``__dict__`` and of
-    every class in its MRO (what ``object.__dir__`` lists); for a class, those of
-    every class in its MRO. Read through the types' own descriptors, so no
-    ``__dir__``, ``__getattr__`` or ``__getattribute__`` of the plugin's (or of
-    its metaclass) runs. Only plain ``str`` names count: any other key could
-    not name a hook anyway.
-    """
-    if type(plugin) is types.ModuleType:
-        spaces: list[Any] = [vars(plugin)]  # the module type's own descriptor: no module __getattr__ runs
-    else:
-        klass = plugin if issubclass(type(plugin), type) else type(plugin)
-        spaces = [] if klass is plugin else [_instance_dict(plugin)]
-        spaces.extend(_CLASS_DICT(base) for base in _CLASS_MRO(klass))
-    names: set[str] = set()
-    for space in spaces:
-        names.update(key for key in list(space) if type(key) is str)
-    return sorted(names)
-
-
-_CLASS_DICT = type.__dict__["__dict__"].__get__
-_CLASS_MRO = type.__dict__["__mro__"].__get__
-
-
-def _instance_dict(plugin: object) -> dict[str, Any]:
-    """An object's own ``__dict__``, as pluggy reads it (``object.__getattribute__``), or ``{}``."""
-    try:
-        space = object.__getattribute__(plugin, "__dict__")
-    except Exception:  # noqa: BLE001 - a class's own __dict__ property: no names from there
-        return {}
-    return space if type(space) is dict else {}
-
-
-class _PluginManager(pluggy.PluginManager):
-    """pluggy's manager, registering a plugin without running the plugin's own code.
-
-    ``register`` is pluggy's, except that the names it looks at come from
-    :func:`static_names` instead of ``dir(plugin)``: for every ordinary plugin
-    the same names, so the same hooks; for a plugin with a ``__dir__`` that
-    hangs or raises, its hooks as its ``__dict__`` holds them, and no hang.
-    ``get_name`` and ``unregister`` compare plugins by identity (pluggy uses
-    ``==``, which runs an object plugin's ``__eq__``). They use pluggy's
-    private parts (``HookImpl``, ``_static_hook_attr``, ``_name2plugin``); the
-    tests in ``tests/plugin_host/test_hookimpl_lookup.py`` compare every registration
-    with pluggy's own, so a pluggy release that changes them is caught there,
-    and one that moves them gets pluggy's own ``register`` (``STATIC_REGISTRATION``).
-
-    It also finds the hook implementations of a module plugin the quick way.
-    pluggy looks at every name with :func:`inspect.getattr_static` (so that no
-    property runs), several microseconds a name: a start with twenty
-    installed plugins pays for some five hundred. For a plain module, what that
-    finds for a name the module type does not define is the module's own
-    ``__dict__`` entry, so it is read from there; everything else goes through pluggy.
-    """
-
-    def register(self, plugin: Any, name: str | None = None) -> str | None:
-        if not STATIC_REGISTRATION:
-            return super().register(plugin, name)
-        if plugin is None:
-            return None
-        plugin_name = name or self.get_canonical_name(plugin)
-        if plugin_name in self._name2plugin:
-            if self._name2plugin.get(plugin_name, -1) is None:
-                return None  # blocked
-            raise ValueError(f"Plugin name already registered: {plugin_name}")
-        if any(known is plugin for known in self._name2plugin.values()):
-            raise ValueError(f"Plugin already registered under a different name: {plugin_name}")
-        hookimpls: list[tuple[str, HookImpl, bool]] = []
-        for attr_name in static_names(plugin):  # pluggy: dir(plugin), which runs the plugin's __dir__
-            opts = self.parse_hookimpl_opts(plugin, attr_name)
-            if opts is None:
-                continue
-            normalize_hookimpl_opts(opts)
-            found = _static_hook_attr(plugin, attr_name)
-            if found is None:  # parse_hookimpl_opts claims only what pluggy can bind
-                continue
-            hookimpl = HookImpl(plugin, plugin_name, found[1], opts)
-            hook_name = opts.get("specname") or attr_name
-            hook: HookCaller | None = getattr(self.hook, hook_name, None)
-            verified = False
-            if hook is not None and hook.has_spec():
-                self._verify_hook(hook, hookimpl)
-                verified = True
-            hookimpls.append((hook_name, hookimpl, verified))
-        self._name2plugin[plugin_name] = plugin
-        for hook_name, hookimpl, verified in hookimpls:
-            hook = getattr(self.hook, hook_name, None)
-            if hook is None:
-                hook = HookCaller(hook_name, self._hookexec)
-                setattr(self.hook, hook_name, hook)
-            elif not verified and hook.has_spec():
-                self._verify_hook(hook, hookimpl)
-            hook._maybe_apply_history(hookimpl)
-            hook._add_hookimpl(hookimpl)
-        return plugin_name
-
-    def unregister(self, plugin: Any | None = None, name: str | None = None) -> Any | None:
-        """pluggy's, comparing plugins by identity (pluggy's ``!=`` runs an object plugin's ``__eq__``)."""
-        if not STATIC_REGISTRATION:
-            return super().unregister(plugin, name)
-        if name is None:
-            name = self.get_name(plugin)
-            if name is None:
-                raise ValueError("plugin is not registered")
-        found = self._name2plugin.get(name)
-        if found is None:  # unknown, or blocked
-            return None
-        if plugin is not None and plugin is not found:
-            raise ValueError(f"plugin name {name!r} is registered to another plugin")
-        for caller in list(vars(self.hook).values()):
-            impls = caller._hookimpls
-            if any(impl.plugin is found for impl in impls):
-                impls[:] = [impl for impl in impls if impl.plugin is not found]
-        del self._name2plugin[name]
-        return found
-
-    def get_name(self, plugin: Any) -> str | None:
-        if not STATIC_REGISTRATION:
-            return super().get_name(plugin)
-        for name, known in self._name2plugin.items():
-            if known is plugin:
-                return name
-        return None
-
-    def parse_hookimpl_opts(self, plugin: object, name: str) -> Any:
-        if type(plugin) is not types.ModuleType or name in _MODULE_TYPE_NAMES:
-            return super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]
-        value = vars(plugin).get(name)
-        if isinstance(value, types.FunctionType):
-            opts = getattr(value, "nia_impl", None)
-            if opts is None and "__func__" in value.__dict__:  # pluggy reads the marker of a __func__ too
-                return super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]
-            return opts if isinstance(opts, dict) else None
-        if isinstance(value, (staticmethod, classmethod, types.MethodType)):
-            return super().parse_hookimpl_opts(plugin, name)  # type: ignore[arg-type]
-        return None
-
-
-_MODULE_TYPE_NAMES = frozenset(dir(types.ModuleType))
 
 
 class PluginHost:
@@ -240,7 +80,7 @@ class PluginHost:
     def __init__(
         self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT, import_timeout: float | None = None
     ) -> None:
-        self.pm: pluggy.PluginManager = _PluginManager("nia")
+        self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
         self.registry = SystemContextRegistry(producer_timeout=timeout)
         self.strict = strict
@@ -253,8 +93,11 @@ class PluginHost:
         self._scopes: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._warned: set[str] = set()
-        self._opened: list[tuple[Location, LocationContext]] = []
-        """Every Location opened, for the replay of the historic ``nia_location_opened`` to newcomers."""
+        self._objects: dict[str, object] = {}
+        """Each registered plugin as it was imported (pluggy holds a :class:`HookNamespace` in its place)."""
+        self._implementations: dict[str, list[Implementation]] = {}
+        self._callers: dict[tuple[str, str], Any] = {}
+        """``(hook, plugin)`` -> the hook caller of that plugin alone (a pluggy subset caller), made once."""
         self.config_error: str | None = None
         """Set when ``.nia/project.toml`` did not parse as the host loaded: ``[plugins] disabled`` was not applied."""
 
@@ -280,32 +123,43 @@ class PluginHost:
         log.warning("plugin %r: %s", info.name, warning)
 
     def register(self, plugin: object, info: PluginInfo, *, priority: int | None = None) -> PluginInfo:
-        """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken."""
+        """Register ``plugin`` under ``info.name``; a pluggy validation error marks it broken.
+
+        pluggy registers a :class:`HookNamespace` of the plugin's hook
+        implementations, read statically (see
+        :mod:`nia_core.plugin_host.implementations`), and replays the historic
+        ``nia_location_opened`` for every Location already open into it; a
+        replay that raises unregisters the plugin and marks it broken.
+        """
         name = info.name
         info.raised_at = None
         with self._lock:
             if self.pm.has_plugin(name):
                 self.unregister(name)
-            wrapper = _wrapper_problem(self.pm, plugin)
+            found = implementations(plugin)
+            wrapper = _wrapper_problem(found)
             if wrapper is not None:
                 info.error = wrapper
                 return self.record(info)
-            try:  # runs no plugin code: nia replays nia_location_opened itself, below
-                self.pm.register(plugin, name=name)
+            namespace = HookNamespace({impl.attribute: guarded(name, impl.function, impl.opts) for impl in found})
+            self._callers.clear()
+            try:
+                with HookCall("nia_location_opened") as replay:
+                    self.pm.register(namespace, name=name)
             except pluggy.PluginValidationError as exc:
+                if self.pm.has_plugin(name):  # a pluggy that validates as it goes leaves a part registered
+                    self.pm.unregister(name=name)
                 info.error = f"invalid hook implementation: {_one_line_validation(exc)}"
                 return self.record(info)
-            for location, view in list(self._opened):  # nia_location_opened is historic: replay it for newcomers
-                _, problems = self.call_each(
-                    "nia_location_opened", {"location": location, "context": view}, plugin=name, skip_broken=False
-                )
-                if problems:
-                    self.pm.unregister(name=name)
-                    error = problems[0].error
-                    info.error = f"nia_location_opened raised {one_line(error) if error else problems[0].problem}"
-                    info.raised_at = raised_at(error) if error is not None else None
-                    return self.record(info)
-            info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))
+            if replay.problems:
+                self.pm.unregister(name=name)
+                error = replay.problems[0].error
+                info.error = f"nia_location_opened raised {one_line(error) if error else replay.problems[0].problem}"
+                info.raised_at = raised_at(error) if error is not None else None
+                return self.record(info)
+            self._objects[name] = plugin
+            self._implementations[name] = found
+            info.hooks = sorted(caller.name for caller in (self.pm.get_hookcallers(namespace) or []))
             info.error = None
             scope = self.registry.scope(name)
             scope.register(
@@ -326,9 +180,20 @@ class PluginHost:
         with self._lock:
             if self.pm.has_plugin(name):
                 self.pm.unregister(name=name)
+                self._callers.clear()
+            self._objects.pop(name, None)
+            self._implementations.pop(name, None)
             scope = self._scopes.pop(name, None)
             if scope is not None:
                 scope.close()
+
+    def plugin(self, name: str) -> object | None:
+        """The registered plugin ``name`` as it was imported (a module, a class, an object), or ``None``."""
+        return self._objects.get(name)
+
+    def implementations(self, name: str) -> list[Implementation]:
+        """The hook implementations of registered plugin ``name``, as pluggy found them."""
+        return list(self._implementations.get(name, ()))
 
     def forget(self, name: str) -> None:
         self.unregister(name)
@@ -341,11 +206,10 @@ class PluginHost:
         """Open ``location`` and tell every plugin (``nia_location_opened``); one that raises fails alone.
 
         It is unregistered and marked broken (``strict`` raises) and the others
-        still run; plugins registered later are told too, as they register.
+        still run. The hook is historic: pluggy keeps the call and replays it
+        into every plugin registered later (see :meth:`register`).
         """
         view = self.registry.open(location)
-        with self._lock:
-            self._opened.append((location, view))
         _, problems = self.call_each("nia_location_opened", {"location": location, "context": view}, skip_broken=False)
         for problem in problems:
             self.unregister(problem.plugin)
@@ -538,48 +402,58 @@ class PluginHost:
         every: bool = False,
         plugin: str | None = None,
     ) -> tuple[list[tuple[str, Any]], list[HookProblem]]:
-        """Call every implementation of ``hook`` on its own.
+        """Call ``hook`` through pluggy, every implementation on its own (see :mod:`nia_core.plugin_host.calls`).
 
-        The one way nia calls plugin hooks: each implementation gets the
-        arguments it names (``config``: its ``[plugins.NAME]`` table at
-        ``location``); one that raises becomes a :class:`HookProblem` and the
-        others still run. Implementations are called in registration order (the
-        first registered wins a clash); a ``firstresult`` or historic hook goes in
-        pluggy's call order and stops at the first answer that is not ``None``. Returns
-        ``(plugin, result)`` of each that answered, and the problems; the
-        caller decides what a problem means (broken plugin, strict error).
-        Plugins already broken are skipped unless ``skip_broken`` is false;
-        ``every`` asks a ``firstresult`` hook's every implementation (a check);
-        ``plugin`` calls only that plugin's implementation.
+        The one way nia calls plugin hooks. The order is pluggy's:
+        ``tryfirst`` implementations, then plain ones, then ``trylast`` ones,
+        the most recently registered first within each group; a
+        ``firstresult`` hook stops at the first answer that is not ``None``.
+        Each implementation gets the arguments it names: ``config`` is its own
+        ``[plugins.NAME]`` table at ``location``, and a :class:`PerPlugin`
+        argument its own value. One that raises becomes a :class:`HookProblem`
+        and the others still run. Returns ``(plugin, result)`` of each that
+        answered, in call order, and the problems; the caller decides what a
+        problem means (broken plugin, strict error). Plugins already broken
+        are skipped unless ``skip_broken`` is false; ``every`` asks a
+        ``firstresult`` hook's every implementation (a check); ``plugin``
+        calls only that plugin's implementation. A historic hook
+        (``nia_location_opened``) is called with ``call_historic``: pluggy
+        keeps the call and replays it into plugins registered later.
         """
         caller = getattr(self.pm.hook, hook)
-        first_result = bool(caller.spec is not None and caller.spec.opts.get("firstresult"))
-        historic = bool(caller.spec is not None and caller.spec.opts.get("historic"))
-        impls = caller.get_hookimpls()
-        answers: list[tuple[str, Any]] = []
-        problems: list[HookProblem] = []
-        for impl in reversed(impls) if first_result or historic else impls:
-            name = impl.plugin_name
-            if plugin is not None and name != plugin:
-                continue
-            info = self.plugins.get(name)
-            if skip_broken and info is not None and info.error:
-                continue
-            given = dict(arguments)
-            if "config" in impl.argnames and location is not None:
-                given["config"] = self.plugin_config(name, location)
-            try:
-                with PLUGIN_CODE:  # its prints go to stderr
-                    result = impl.function(**{arg: given[arg] for arg in impl.argnames})
-            except BaseException as exc:
-                if is_user_interrupt(exc):
-                    raise
-                problems.append(HookProblem(name, hook, f"raised {one_line(exc, where=False)}", exc))
-                continue
-            answers.append((name, result))
-            if first_result and result is not None and not every:
-                break
-        return answers, problems
+        kwargs = dict(arguments)
+        if caller.spec is not None and "config" in caller.spec.argnames and "config" not in kwargs:
+            at = location
+            kwargs["config"] = PerPlugin(lambda name: self.plugin_config(name, at) if at is not None else {})
+        skip = self._is_broken if skip_broken else None
+        with HookCall(hook, skip=skip, only=plugin, every=every) as call:
+            if plugin is not None:
+                self._caller_of(hook, plugin)(**kwargs)
+            elif caller.is_historic():
+                caller.call_historic(kwargs=kwargs)
+            else:
+                caller(**kwargs)
+        return call.answers, call.problems
+
+    def _is_broken(self, name: str) -> bool:
+        info = self.plugins.get(name)
+        return info is not None and info.error is not None
+
+    def _caller_of(self, hook: str, name: str) -> Any:
+        """pluggy's caller of ``hook`` for plugin ``name`` alone: at every boundary, each plugin's own
+        ``nia_context_sources`` is asked on its own."""
+        caller = self._callers.get((hook, name))
+        if caller is None:
+            with self._lock:
+                others = [self.pm.get_plugin(other) for other in self._objects if other != name]
+                caller = self._callers[hook, name] = self.pm.subset_hook_caller(hook, others)
+        return caller
+
+    def load_order(self, names: Iterable[str]) -> list[str]:
+        """``names`` in the order their plugins were loaded: where two plugins claim one name
+        (a command, a provider), the one loaded first keeps it, whatever order pluggy called them in."""
+        order = {name: index for index, name in enumerate(self.plugins)}
+        return sorted(names, key=lambda name: order.get(name, len(order)))
 
     def summarize(self, messages: list[Any]) -> str | None:
         """The first plugin's ``nia_summarize`` answer; one that raises is marked broken and the next asked."""
@@ -596,9 +470,24 @@ class PluginHost:
         return None
 
     def register_commands(self, cli: Any) -> None:
-        _, problems = self.call_each("nia_register_commands", {"cli": cli}, skip_broken=False)
-        for problem in problems:  # one plugin must not break the CLI
+        """Each plugin adds its commands to a group of its own; a name two plugins add stays with the one
+        loaded first (the other's command is left out, with a warning), and one plugin must not break the CLI."""
+        import click
+
+        groups: dict[str, click.Group] = {}
+        own_group = PerPlugin(lambda name: groups.setdefault(name, click.Group(name)))
+        _, problems = self.call_each("nia_register_commands", {"cli": own_group}, skip_broken=False)
+        for problem in problems:
+            groups.pop(problem.plugin, None)
             self._mark_broken(problem.plugin, problem.message)
+        owners: dict[str, str] = {}
+        for name in self.load_order(groups):
+            for command_name, command in groups[name].commands.items():
+                if command_name in owners:
+                    log.warning("plugin %r: command %r is taken by plugin %r", name, command_name, owners[command_name])
+                    continue
+                owners[command_name] = name
+                cli.add_command(command, command_name)
 
     def _mark_broken(self, name: str, error: str) -> None:
         info = self.plugins.get(name)

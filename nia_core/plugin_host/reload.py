@@ -512,7 +512,7 @@ class DevSession:
     def _import_unit(self, unit: Unit, names: tuple[str, ...], current: str, plan: _Plan) -> None:
         """Import the unit afresh and register it; on failure put the previous version back."""
         previous = {
-            n: (self.host.pm.get_plugin(n), dataclasses.replace(self.host.plugins[n]))
+            n: (self.host.plugin(n), dataclasses.replace(self.host.plugins[n]))
             for n in unit.active
             if self.host.pm.has_plugin(n) and n in self.host.plugins
         }
@@ -644,10 +644,6 @@ class DevSession:
             message = f"source key {problem.key!r} is also contributed by {problem.contributor}"
         return ReloadError(name, f"{_where(file, line, self.location)}{message}", file, line, kept)
 
-    def _hookimpls(self, name: str) -> list[Any]:
-        hook = self.host.pm.hook.nia_context_sources
-        return [impl for impl in hook.get_hookimpls() if impl.plugin_name == name]
-
     def _call_hook(self, name: str) -> BaseException | None:
         """Call the plugin's hook again to learn where it raises (the registry keeps only the message)."""
         _, problems = self.host.call_each(
@@ -656,7 +652,9 @@ class DevSession:
         return next((problem.error for problem in problems if problem.error is not None), None)
 
     def _hook_definition(self, name: str) -> tuple[str | None, int | None]:
-        for impl in self._hookimpls(name):
+        for impl in self.host.implementations(name):
+            if impl.hook != "nia_context_sources":
+                continue
             code = getattr(impl.function, "__code__", None)
             if code is not None:
                 return code.co_filename, code.co_firstlineno

@@ -32,6 +32,7 @@ from nia_core.providers.lowering import (
     wrap_summary,
     wrap_update,
 )
+from nia_core.providers.partial_json import complete_prefix
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
 from nia_core.providers.transport import Endpoint, HttpError, ServerSentEvent, decode_event
@@ -156,6 +157,7 @@ class AnthropicMessagesProvider(RemoteProvider):
         base_url_env="ANTHROPIC_BASE_URL",
         api_key_env="ANTHROPIC_API_KEY",
         max_tokens=DEFAULT_MAX_TOKENS,
+        max_server_wait=None,  # the Anthropic SDK waits as long as the server asks
     )
     builtin_models = MODELS
 
@@ -199,9 +201,18 @@ class AnthropicMessagesProvider(RemoteProvider):
 
 REFUSAL = "refusal"
 """``stop_reason`` when the model declined; the docs say to reset the refused turn before going on."""
+MAX_TOKENS = "max_tokens"
+"""``stop_reason`` when the output token limit cut the reply (possibly inside a ``tool_use`` block)."""
 
 
-def _reply(text: str, calls: tuple[ToolCall, ...], usage: Usage, raw: dict[str, Any], stop: Any) -> Reply:
+def _reply(
+    text: str,
+    calls: tuple[ToolCall, ...],
+    usage: Usage | None,
+    raw: dict[str, Any],
+    stop: Any,
+    cut: tuple[str, ...] = (),
+) -> Reply:
     stop_reason = stop if isinstance(stop, str) else None
     refused = stop_reason == REFUSAL
     return Reply(
@@ -212,6 +223,7 @@ def _reply(text: str, calls: tuple[ToolCall, ...], usage: Usage, raw: dict[str, 
         stop_reason=stop_reason,
         refusal=refused,
         resets_turn=refused,
+        cut_calls=cut,
     )
 
 
@@ -234,10 +246,12 @@ def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any) -> T
     return ToolCall(call_id, name, arguments)
 
 
-def _usage(raw: Any) -> Usage:
-    """Anthropic counts uncached, cache-read and cache-written input apart; nia's ``input_tokens`` is their sum."""
-    if not isinstance(raw, dict):
-        return Usage()
+def _usage(raw: Any) -> Usage | None:
+    """Anthropic counts uncached, cache-read and cache-written input apart; nia's ``input_tokens`` is their sum.
+
+    ``None`` when the reply carried no usage (it is then unpriced)."""
+    if not isinstance(raw, dict) or not raw:
+        return None
     uncached = _count(raw.get("input_tokens"))
     read = _count(raw.get("cache_read_input_tokens"))
     written = _count(raw.get("cache_creation_input_tokens"))
@@ -255,11 +269,18 @@ def _count(value: Any) -> int:
 
 
 class _MessagesStream(StreamAssembler):
-    """``message_start`` … ``content_block_*`` … ``message_delta`` … ``message_stop``."""
+    """``message_start`` … ``content_block_*`` … ``message_delta`` … ``message_stop``.
+
+    The stream is whole at ``message_stop``. A ``tool_use`` block the output
+    token limit cut (``stop_reason: "max_tokens"`` before its
+    ``content_block_stop``, or input that does not parse) keeps the input
+    that arrived, read as the SDK reads it (partial JSON), and is marked cut.
+    """
 
     def __init__(self, endpoint: Endpoint, stream: StreamCallback) -> None:
         super().__init__(endpoint, stream)
         self.blocks: dict[int, dict[str, Any]] = {}
+        self.closed: set[int] = set()
         self.usage: dict[str, Any] = {}
         self.stopped = False
         self.message: dict[str, Any] = {}
@@ -291,6 +312,8 @@ class _MessagesStream(StreamAssembler):
                     self.stream(delta["text"])
             elif delta.get("type") == "input_json_delta":
                 block["partial_json"] = block.get("partial_json", "") + delta.get("partial_json", "")
+        elif kind == "content_block_stop":
+            self.closed.add(int(data.get("index", 0)))
         elif kind == "message_delta":
             self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
             delta = data.get("delta") or {}
@@ -299,29 +322,47 @@ class _MessagesStream(StreamAssembler):
         elif kind == "message_stop":
             self.stopped = True
 
+    def whole(self) -> bool:
+        return self.incomplete() is None
+
+    def incomplete(self) -> str | None:
+        return None if self.stopped else "the stream ended before message_stop"
+
     def reply(self) -> Reply:
-        if not self.stopped:
-            raise _invalid(self.endpoint, "the stream ended before message_stop")
+        why = self.incomplete()
+        if why is not None:
+            raise _invalid(self.endpoint, why)
+        stop = self.stop_reason or self.message.get("stop_reason")
         text: list[str] = []
         calls: list[ToolCall] = []
+        cut: list[str] = []
         content: list[dict[str, Any]] = []
-        for _, block in sorted(self.blocks.items()):
+        for index, block in sorted(self.blocks.items()):
             if block.get("type") == "text":
                 text.append(block.get("text", ""))
                 content.append({"type": "text", "text": block.get("text", "")})
             elif block.get("type") == "tool_use":
-                partial = block.get("partial_json") or ""
-                try:
-                    arguments = json.loads(partial) if partial else block.get("input") or {}
-                except ValueError:
-                    raise _invalid(
-                        self.endpoint, f"tool_use {block.get('id')} streamed input that is not JSON"
-                    ) from None
-                calls.append(_tool_call(self.endpoint, block.get("id"), block.get("name"), arguments))
+                arguments, whole = self._input(index, block, stop)
+                call = _tool_call(self.endpoint, block.get("id"), block.get("name"), arguments)
+                calls.append(call)
+                if not whole:
+                    cut.append(call.id)
                 content.append(
                     {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": arguments}
                 )
         raw = {**self.message, "content": content, "usage": self.usage, "streamed": True}
-        stop = self.stop_reason or self.message.get("stop_reason")
         raw["stop_reason"] = stop
-        return _reply("".join(text), tuple(calls), _usage(self.usage), raw, stop)
+        return _reply("".join(text), tuple(calls), _usage(self.usage), raw, stop, tuple(cut))
+
+    def _input(self, index: int, block: dict[str, Any], stop: Any) -> tuple[Any, bool]:
+        """A tool_use block's input, and whether it arrived whole."""
+        partial = block.get("partial_json") or ""
+        cut_here = stop == MAX_TOKENS and index not in self.closed
+        try:
+            arguments = json.loads(partial) if partial else block.get("input") or {}
+        except ValueError:
+            if stop != MAX_TOKENS:
+                raise _invalid(self.endpoint, f"tool_use {block.get('id')} streamed input that is not JSON") from None
+            read = complete_prefix(partial)
+            return (read if isinstance(read, dict) else {}), False
+        return arguments, not cut_here

@@ -167,7 +167,11 @@ def _plugin_providers(
     found: list[tuple[Provider, str]] = []
     answers, raised = host.call_each("nia_providers", {"location": location}, location=location, skip_broken=False)
     problems.extend((problem.plugin, problem.message) for problem in raised)  # one plugin must not break every session
-    for plugin, result in answers:
+    by_plugin: dict[str, list[Any]] = {}
+    for name, answer in answers:
+        by_plugin.setdefault(name, []).append(answer)
+    in_load_order = [(name, answer) for name in host.load_order(by_plugin) for answer in by_plugin[name]]
+    for plugin, result in in_load_order:  # a provider name two plugins use stays with the one loaded first
         if result is None:
             continue
         if not isinstance(result, list | tuple):

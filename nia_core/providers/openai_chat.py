@@ -25,6 +25,7 @@ from nia_core.providers.lowering import (
     wrap_summary,
     wrap_update,
 )
+from nia_core.providers.partial_json import complete_prefix
 from nia_core.providers.remote import RemoteProvider, StreamAssembler
 from nia_core.providers.settings import HttpDefaults
 from nia_core.providers.transport import Endpoint, HttpError, ServerSentEvent, decode_event
@@ -162,20 +163,26 @@ class OpenAIChatProvider(RemoteProvider):
             text = refusal if isinstance(refusal, str) else ""
         if not isinstance(text, str):
             raise _invalid(endpoint, "choices[0].message.content is not text")
-        calls = []
+        finish = choices[0].get("finish_reason")
+        stop = finish if isinstance(finish, str) else None
+        calls: list[ToolCall] = []
+        cut: list[str] = []
         for raw in message.get("tool_calls") or []:
             function = raw.get("function") if isinstance(raw, dict) else None
             if not isinstance(function, dict):
                 raise _invalid(endpoint, "a tool call without a function")
-            calls.append(_tool_call(endpoint, raw.get("id"), function.get("name"), function.get("arguments")))
-        finish = choices[0].get("finish_reason")
+            call, whole = _tool_call(endpoint, raw.get("id"), function.get("name"), function.get("arguments"), stop)
+            calls.append(call)
+            if not whole:
+                cut.append(call.id)
         return Reply(
             text=text,
             tool_calls=tuple(calls),
             usage=_usage(obj.get("usage")),
             raw=obj,
-            stop_reason=finish if isinstance(finish, str) else None,
+            stop_reason=stop,
             refusal=isinstance(refusal, str) and bool(refusal),
+            cut_calls=tuple(cut),
         )
 
     def assembler(self, endpoint: Endpoint, stream: StreamCallback) -> StreamAssembler:
@@ -194,21 +201,39 @@ def _invalid(endpoint: Endpoint, why: str) -> HttpError:
     return HttpError(f"{endpoint.label}: invalid response from {endpoint.shown}: {why}")
 
 
-def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any) -> ToolCall:
+LENGTH = "length"
+"""``finish_reason`` when the output token limit (``max_completion_tokens``) cut the reply."""
+CONTENT_FILTER = "content_filter"
+"""``finish_reason`` when the provider's content filter withheld the rest of the reply."""
+CHUNK_OBJECT = "chat.completion.chunk"
+
+
+def _tool_call(endpoint: Endpoint, call_id: Any, name: Any, arguments: Any, stop: str | None) -> tuple[ToolCall, bool]:
+    """The call, and whether its arguments arrived whole.
+
+    Arguments that are not JSON are an error, except in a reply the token
+    limit cut (``finish_reason: "length"``): there they are read as far as
+    they go, as the SDKs read a cut stream, and the call is marked cut.
+    """
     if not isinstance(call_id, str) or not isinstance(name, str) or not name:
         raise _invalid(endpoint, "a tool call without id or name")
+    text = arguments or "{}"
     try:
-        parsed = json.loads(arguments or "{}")
+        parsed = json.loads(text)
     except (TypeError, ValueError):
-        raise _invalid(endpoint, f"tool call {call_id} ({name}) has arguments that are not JSON") from None
+        if stop != LENGTH or not isinstance(text, str):
+            raise _invalid(endpoint, f"tool call {call_id} ({name}) has arguments that are not JSON") from None
+        partial = complete_prefix(text)
+        return ToolCall(call_id, name, partial if isinstance(partial, dict) else {}), False
     if not isinstance(parsed, dict):
         raise _invalid(endpoint, f"tool call {call_id} ({name}) has arguments that are not a JSON object")
-    return ToolCall(call_id, name, parsed)
+    return ToolCall(call_id, name, parsed), True
 
 
-def _usage(raw: Any) -> Usage:
+def _usage(raw: Any) -> Usage | None:
+    """The reply's usage; ``None`` when the server reported none (the reply is then unpriced)."""
     if not isinstance(raw, dict):
-        return Usage()
+        return None
     details = raw.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     return Usage(
@@ -225,13 +250,21 @@ def _count(value: Any) -> int:
 
 
 class _ChatStream(StreamAssembler):
-    """``chat.completion.chunk`` events: content deltas, tool-call fragments by index, usage last."""
+    """``chat.completion.chunk`` events: choice 0's content deltas and tool-call fragments by index, usage last.
+
+    As the SDK's stream helper: an event whose ``object`` is not
+    ``chat.completion.chunk`` (an Azure content-filter notice) is skipped
+    whole, its ``usage`` included; only
+    choice 0 is assembled when a server sends several (``n > 1``). The stream
+    is whole at ``[DONE]``, or once both the finish chunk and the usage chunk
+    (which ``stream_options.include_usage`` promises) arrived.
+    """
 
     def __init__(self, endpoint: Endpoint, stream: StreamCallback) -> None:
         super().__init__(endpoint, stream)
         self.text: list[str] = []
         self.calls: dict[int, dict[str, str]] = {}
-        self.usage = Usage()
+        self.usage: Usage | None = None
         self.done = False
         self.finished = False
         self.refused = False
@@ -247,9 +280,13 @@ class _ChatStream(StreamAssembler):
                 f"{self.endpoint.label}: the stream from {self.endpoint.shown} reported an error: "
                 f"{_error_text(chunk['error'])}"
             )
-        if chunk.get("usage"):
+        if chunk.get("object") != CHUNK_OBJECT:
+            return  # the SDK's _is_valid_chat_completion_chunk_weak: not a chunk (an Azure filter notice, say)
+        if isinstance(chunk.get("usage"), dict):
             self.usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
             if choice.get("finish_reason"):
                 self.finished = True
                 self.stop_reason = str(choice["finish_reason"])
@@ -273,19 +310,36 @@ class _ChatStream(StreamAssembler):
                     call["name"] = function["name"]
                 call["arguments"] += function.get("arguments") or ""
 
+    def whole(self) -> bool:
+        return self.incomplete() is None
+
+    def incomplete(self) -> str | None:
+        if self.done or (self.finished and self.usage is not None):
+            return None
+        if self.finished:
+            return "the stream ended after the finish chunk, before the usage chunk it promised"
+        return "the stream ended before the reply was complete"
+
     def reply(self) -> Reply:
-        if not self.done and not self.finished:
-            raise _invalid(self.endpoint, "the stream ended before the reply was complete")
-        calls = tuple(
-            _tool_call(self.endpoint, c["id"], c["name"], c["arguments"]) for _, c in sorted(self.calls.items())
-        )
+        why = self.incomplete()
+        if why is not None:
+            raise _invalid(self.endpoint, why)
+        calls: list[ToolCall] = []
+        cut: list[str] = []
+        for _, c in sorted(self.calls.items()):
+            call, whole = _tool_call(self.endpoint, c["id"], c["name"], c["arguments"], self.stop_reason)
+            calls.append(call)
+            if not whole:
+                cut.append(call.id)
         text = "".join(self.text)
-        raw = {"streamed": True, "text": text, "usage": self.usage.__dict__}
+        usage = self.usage.__dict__ if self.usage is not None else None
+        raw = {"streamed": True, "text": text, "usage": usage}
         return Reply(
             text=text,
-            tool_calls=calls,
+            tool_calls=tuple(calls),
             usage=self.usage,
             raw=raw,
             stop_reason=self.stop_reason,
             refusal=self.refused,
+            cut_calls=tuple(cut),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -25,6 +26,17 @@ class StreamAssembler(ABC):
 
     @abstractmethod
     def reply(self) -> Reply: ...
+
+    def incomplete(self) -> str | None:
+        """Once the body has ended: why the stream is not a whole reply by its protocol, ``None`` when it is.
+
+        A stream cut short before anything was delivered is retried; after, it is an error, never a reply.
+        """
+        return None
+
+    def whole(self) -> bool:
+        """Whether the reply is complete already, so nothing after this event is read (``False``: read to the end)."""
+        return False
 
 
 class RemoteProvider(ABC):
@@ -92,19 +104,37 @@ class RemoteProvider(ABC):
         """The exact request bytes (without streaming options)."""
         return encode_body(self.lower(request))
 
+    def declared_tools(self, body: dict[str, Any]) -> frozenset[str]:
+        """The names of the tools ``body`` declares (``tools``: OpenAI's ``function.name``, Anthropic's ``name``)."""
+        names: set[str] = set()
+        for tool in body.get("tools") or ():
+            if not isinstance(tool, dict):
+                continue
+            function = tool.get("function")
+            name = function.get("name") if isinstance(function, dict) else tool.get("name")
+            if isinstance(name, str):
+                names.add(name)
+        return frozenset(names)
+
     def send(self, request: ModelRequest, *, stream: StreamCallback | None = None) -> Reply:
         body = self.lower(request)
         endpoint = self.endpoint()
         if stream is None:
             obj = self.client.post_json(endpoint, encode_body(body))
-            return _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
-        assembler = self.assembler(endpoint, stream)
+            reply = _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
+        else:
+            assembler = self.assembler(endpoint, stream)
 
-        def feed(event: ServerSentEvent) -> None:
-            _shaped(endpoint, lambda: assembler.feed(event))
+            def feed(event: ServerSentEvent) -> None:
+                _shaped(endpoint, lambda: assembler.feed(event))
 
-        self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), feed)
-        return _shaped(endpoint, assembler.reply)
+            self.client.post_stream(
+                endpoint, encode_body(self.streaming_body(body)), feed, assembler.incomplete, assembler.whole
+            )
+            reply = _shaped(endpoint, assembler.reply)
+        declared = self.declared_tools(body)
+        undeclared = tuple(call.id for call in reply.tool_calls if call.name not in declared)
+        return dataclasses.replace(reply, undeclared_calls=undeclared) if undeclared else reply
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redact_url(self.settings.base_url)!r})"

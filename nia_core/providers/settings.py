@@ -29,7 +29,7 @@ from nia_core.http import check_url, redact_url
 from nia_core.project.config import project_tables
 from nia_core.project.toml import project_root_of, read_toml
 from nia_core.providers.lowering import ModelCapabilities, ProviderConfigError, parse_capabilities
-from nia_core.providers.transport import RetryPolicy
+from nia_core.providers.transport import OPENAI_MAX_SERVER_WAIT, RetryPolicy
 
 REQUEST_TIMEOUT = 600.0
 """Seconds per socket operation (the official SDKs' default)."""
@@ -75,6 +75,8 @@ class HttpDefaults:
     base_url_env: str
     api_key_env: str
     max_tokens: int | None = None
+    max_server_wait: float | None = OPENAI_MAX_SERVER_WAIT
+    """The longest server-requested retry wait the provider's SDK keeps (``None``: any; see :class:`RetryPolicy`)."""
 
 
 def http_settings(
@@ -121,7 +123,7 @@ def http_settings(
         api_key_env=key_env,
         timeout=timeout,
         deadline=deadline,
-        retry=RetryPolicy(max_retries=max_retries, backoff=backoff),
+        retry=RetryPolicy(max_retries=max_retries, backoff=backoff, max_server_wait=defaults.max_server_wait),
         max_tokens=max_tokens,
         models=models,
     )

@@ -1,14 +1,18 @@
 """Provider calls over nia's HTTP client (:mod:`nia_core.http`): retries, errors, event streams.
 
-Retries follow the official SDKs: ``x-should-retry: true/false`` decides when
-the server sends it; otherwise 408, 409, 429 and every 5xx (Anthropic's 52x
-included), timeouts and refused or dropped connections are retried with
-exponential backoff, waiting what ``retry-after-ms`` or ``Retry-After`` says
-when that is more than 0 and at most 120 seconds. Every call has an overall deadline
-(retries and waits included) besides the per-read timeout. A stream is
-retried only before its first event, never after, so no text is shown twice.
-Every failure is one :class:`HttpError` line naming the status, the URL
-(credentials redacted) and what the server said.
+Retries follow the official SDKs: ``x-should-retry: true/false`` (compared
+exactly, as they do) decides when the server sends it; otherwise 408, 409, 429
+and every 5xx (Anthropic's 52x included), timeouts, refused or dropped
+connections and bodies cut short are retried with exponential backoff. A wait
+the server asks for (``retry-after-ms``, else ``Retry-After``) is kept by each
+provider's SDK rule (:class:`RetryPolicy`): Anthropic's waits as long as it is
+asked, OpenAI's waits up to 120 seconds and gives up on a longer request.
+Every call has an overall deadline (retries and waits included) besides the
+per-read timeout. A stream is retried only before its first event, never
+after, so no text is shown twice; a stream that ends before its protocol says
+it is complete is a cut, never a reply. Every failure is one
+:class:`HttpError` line naming the status, the URL (credentials redacted) and
+what the server said.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -28,8 +34,10 @@ log = logging.getLogger("nia.http")
 
 T = TypeVar("T")
 USER_AGENT = "nia"
-MAX_SERVER_WAIT = 120.0
-"""A server-requested wait longer than this is ignored (the OpenAI SDK's rule); the backoff applies instead."""
+OPENAI_MAX_SERVER_WAIT = 120.0
+"""The OpenAI SDK's ``MAX_RETRY_AFTER_DELAY``: a longer server-requested wait means no retry at all."""
+ANTHROPIC_MAX_SLEEP = 4_294_967.0
+"""The Anthropic SDK waits what the server asks, at most this (the platform limit of ``time.sleep``)."""
 
 
 class HttpError(ProviderError):
@@ -42,8 +50,8 @@ class HttpError(ProviderError):
 
 
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
-    """The SDKs' rule: the server's ``x-should-retry`` first, then 408, 409, 429 and 5xx."""
-    flag = headers.get("x-should-retry", "").strip().lower()
+    """The SDKs' rule: the server's ``x-should-retry`` first (exactly ``true``/``false``), then 408, 409, 429, 5xx."""
+    flag = headers.get("x-should-retry", "").strip()
     if flag == "true":
         return True
     if flag == "false":
@@ -59,18 +67,37 @@ class RetryPolicy:
     """Seconds before the first retry; doubled for each next one."""
     max_backoff: float = 8.0
     """The computed backoff never exceeds this."""
+    max_server_wait: float | None = OPENAI_MAX_SERVER_WAIT
+    """The longest server-requested wait kept; a longer one means no retry (the OpenAI SDK's rule).
+    ``None``: every positive wait is kept, however long (the Anthropic SDK's rule)."""
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based)."""
-        if retry_after is not None and 0 < retry_after <= MAX_SERVER_WAIT:
-            return retry_after
+        if retry_after is not None and math.isfinite(retry_after) and retry_after > 0:
+            if self.max_server_wait is None:
+                return min(retry_after, ANTHROPIC_MAX_SLEEP)
+            if retry_after <= self.max_server_wait:
+                return retry_after
+        elif retry_after == math.inf and self.max_server_wait is None:
+            return ANTHROPIC_MAX_SLEEP
         return min(self.backoff * (2.0 ** (attempt - 1)), self.max_backoff)
+
+    def refuses(self, retry_after: float | None) -> bool:
+        """Whether the server asked for a wait longer than this policy keeps: then there is no retry."""
+        return (
+            self.max_server_wait is not None
+            and retry_after is not None
+            and math.isfinite(retry_after)
+            and retry_after > self.max_server_wait
+        )
 
 
 @dataclass(frozen=True)
 class ServerSentEvent:
     event: str
     data: str
+    terminated: bool = True
+    """Closed by a blank line; ``False`` for an event the body ended inside."""
 
 
 @dataclass(frozen=True)
@@ -119,8 +146,23 @@ class HttpClient:
 
         return self._with_retries(endpoint, body, read, streaming=False)
 
-    def post_stream(self, endpoint: Endpoint, body: bytes, on_event: Callable[[ServerSentEvent], None]) -> None:
-        """POST ``body`` and feed each server-sent event to ``on_event`` as it arrives."""
+    def post_stream(
+        self,
+        endpoint: Endpoint,
+        body: bytes,
+        on_event: Callable[[ServerSentEvent], None],
+        incomplete: Callable[[], str | None] = lambda: None,
+        whole: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """POST ``body`` and feed each server-sent event to ``on_event`` as it arrives.
+
+        ``incomplete`` says, once the body has ended, why the stream is not a
+        whole reply by its protocol (``None`` when it is); ``whole`` says the
+        reply is complete already, and reading stops there (as the SDKs stop at
+        ``[DONE]``: a trickle after it cannot hold the call). A stream cut short,
+        at the transport or by its protocol, is retried only when no event has
+        been delivered yet; after that it is an error, never a reply.
+        """
 
         def consume(response: Response, deadline: Deadline) -> None:
             content_type = response.headers.get("Content-Type", "")
@@ -131,16 +173,28 @@ class HttpClient:
                     f"{endpoint.label}: expected an event stream from {endpoint.shown}, "
                     f"got {content_type or 'no type'}: {_summary(obj)}"
                 )
-            started = False
+            delivered = False
             try:
                 for event in iter_events(response.lines(self.limits.line), self.limits.event, endpoint):
-                    started = True
                     on_event(event)
+                    delivered = True
+                    if whole():
+                        break
             except HttpFailure as exc:
                 failure = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
-                if exc.retryable and not started:
+                if exc.retryable and not delivered:
                     raise _Retry(failure, None) from None
-                raise HttpError(f"{endpoint.label}: {exc}", status=exc.status) from None
+                raise HttpError(f"{endpoint.label}: {exc}{_NOT_STORED}", status=exc.status) from None
+            except StreamCut as inside:
+                if not delivered:
+                    raise _Retry(inside, None) from None
+                raise HttpError(f"{inside}{_NOT_STORED}") from None
+            why = incomplete()
+            if why is not None:
+                cut = StreamCut(f"{endpoint.label}: invalid response from {endpoint.shown}: {why}")
+                if not delivered:
+                    raise _Retry(cut, None)
+                raise HttpError(f"{cut}{_NOT_STORED}")
 
         self._with_retries(endpoint, body, consume, streaming=True)
 
@@ -166,6 +220,12 @@ class HttpClient:
                 tries = f" (after {attempt} attempts)" if attempt > 1 else ""
                 if attempt > self.retry.max_retries:
                     raise HttpError(f"{retry.error}{tries}", status=retry.error.status) from None
+                if self.retry.refuses(retry.retry_after):
+                    raise HttpError(
+                        f"{retry.error}{tries}; no retry: the server asked to wait {retry.retry_after:,.0f}s, longer "
+                        f"than the {self.retry.max_server_wait:g}s the provider's SDK waits",
+                        status=retry.error.status,
+                    ) from None
                 wait = self.retry.delay(attempt, retry.retry_after)
                 if wait >= deadline.remaining():
                     raise HttpError(
@@ -216,6 +276,16 @@ class HttpClient:
             return handle(response, deadline)
 
 
+class StreamCut(HttpError):
+    """An event stream that ended before its protocol says the reply is whole (mid-event, before its last event)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
+_NOT_STORED = "; nothing of this reply is stored"
+
+
 class _Retry(Exception):
     def __init__(self, error: HttpError, retry_after: float | None) -> None:
         self.error = error
@@ -223,25 +293,33 @@ class _Retry(Exception):
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
+    """Seconds the server asks to wait: ``retry-after-ms``, else ``Retry-After`` (seconds or an HTTP date).
+
+    As the SDKs read them: a number that overflows a float is a wait too long
+    to keep (a huge finite value); the literal ``inf`` stays infinite.
+    """
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if not value:
+            continue
         try:
-            return max(0.0, float(millis) / 1000.0)
+            seconds = float(value)
         except ValueError:
-            pass
+            continue
+        if seconds == math.inf and value.strip().lower() not in ("inf", "+inf", "infinity", "+infinity"):
+            return sys.float_info.max
+        return max(0.0, seconds / divisor) if not math.isnan(seconds) else seconds
     value = headers.get("retry-after")
     if not value:
         return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    try:
+        return max(0.0, when.timestamp() - time.time())
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def server_message(data: bytes) -> str:
@@ -302,8 +380,12 @@ def _summary(obj: dict[str, Any]) -> str:
 
 
 def iter_events(lines: Iterable[bytes], max_event: int, endpoint: Endpoint) -> Iterator[ServerSentEvent]:
-    """Parse ``text/event-stream``: ``event:``/``data:`` fields, one event per blank line.
+    """Parse ``text/event-stream`` lines (endings already split off): ``event:``/``data:`` fields, one event per
+    blank line.
 
+    An event still open when the body ends is passed on marked
+    ``terminated=False`` (the SDKs' own fixtures end that way, with no blank
+    line after ``message_stop``); one whose data then does not parse was cut.
     Lines must be UTF-8: an event that is not is an error (the APIs always
     send UTF-8, so it is a broken proxy or server, and guessing would put
     altered text into the session).
@@ -313,11 +395,11 @@ def iter_events(lines: Iterable[bytes], max_event: int, endpoint: Endpoint) -> I
     size = 0
     for number, raw in enumerate(lines, 1):
         try:
-            line = raw.decode("utf-8").rstrip("\r\n")
+            line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise HttpError(
                 f"{endpoint.label}: the stream from {endpoint.shown} sent bytes that are not UTF-8 "
-                f"(line {number}, byte {exc.start}); nothing of this reply is stored"
+                f"(line {number}, byte {exc.start}){_NOT_STORED}"
             ) from None
         if not line:
             if data:
@@ -339,14 +421,18 @@ def iter_events(lines: Iterable[bytes], max_event: int, endpoint: Endpoint) -> I
                 )
             data.append(value)
     if data:
-        yield ServerSentEvent(event or "message", "\n".join(data))
+        yield ServerSentEvent(event or "message", "\n".join(data), terminated=False)
 
 
 def decode_event(endpoint: Endpoint, event: ServerSentEvent) -> dict[str, Any]:
-    """The JSON object carried by one event."""
+    """The JSON object carried by one event; an unterminated event that does not parse is a cut stream."""
     try:
         obj = json.loads(event.data)
     except (ValueError, RecursionError):
+        if not event.terminated:
+            raise StreamCut(
+                f"{endpoint.label}: invalid response from {endpoint.shown}: the stream was cut off inside an event"
+            ) from None
         raise HttpError(
             f"{endpoint.label}: invalid event in the stream from {endpoint.shown}: not JSON: {clip(event.data)}"
         ) from None

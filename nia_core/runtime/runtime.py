@@ -235,7 +235,8 @@ class Runtime:
         caller already built (to check a model before creating the session).
         ``workflow``: each boundary composes it in front of the plugins' sources.
         """
-        record = store.state(session_id).session
+        view = store.view(session_id)  # the turn starts from this read: the session is read once
+        record = view.state.session
         if providers is None:
             providers = self.providers(record.location)
         providers.check(record.model)
@@ -243,10 +244,11 @@ class Runtime:
         from nia_core.sessions import Replied, run_turn
 
         watch = Watch()
-        result = run_turn(store, session_id, self._watched(watch, workflow), providers, text=text, stream=stream)
+        context_for = self._watched(watch, workflow)
+        result = run_turn(store, session_id, context_for, providers, text=text, stream=stream, view=view)
         if isinstance(result, Replied):
             watch.admitted(result.boundary.admission)
-        self._finish(watch, store, session_id)
+        self._finish(watch, store, session_id, record.location)
         return TurnReport(result, watch.warnings())
 
     # -- helpers ----------------------------------------------------------------------
@@ -262,9 +264,10 @@ class Runtime:
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 
-    def _finish(self, watch: Watch, store: Store, session_id: str) -> None:
+    def _finish(self, watch: Watch, store: Store, session_id: str, location: str | None = None) -> None:
         try:
-            location = store.session(session_id).location
+            if location is None:
+                location = store.session(session_id).location
             watch.broken_plugins(self.host(location))
         except Exception:  # noqa: BLE001 - a report never fails the boundary it reports on
             return

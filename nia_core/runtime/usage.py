@@ -28,9 +28,11 @@ def usage_line(usage: Usage) -> str:
     )
 
 
-def reported(usage: Usage) -> bool:
-    """Whether the provider reported any usage at all (the offline ``echo`` provider does not)."""
-    return any((usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens))
+def reported(usage: Usage | None) -> bool:
+    """Whether the provider reported any usage at all (``None``: none; all zeros is shown as none too)."""
+    return usage is not None and any(
+        (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens)
+    )
 
 
 def usage_json(usage: Usage) -> dict[str, int]:
@@ -73,6 +75,7 @@ class Totals:
     prices: dict[str, Price] = field(default_factory=dict)
 
     def add(self, model: str | None, usage: Usage | None, table: PriceTable) -> None:
+        """One reply; ``usage`` ``None`` (the provider reported none, or the row predates usage) is unpriced."""
         self.turns += 1
         if usage is None or model is None:
             return
@@ -113,6 +116,7 @@ def totals_json(totals: Totals) -> dict[str, Any]:
     return {
         "turns": totals.turns,
         "turns_with_usage": totals.with_usage,
+        "turns_without_usage": totals.turns - totals.with_usage,
         **usage_json(totals.usage),
         "cache_read_share": totals.cache_read_share,
         "cost": {
@@ -138,7 +142,10 @@ def totals_json(totals: Totals) -> dict[str, Any]:
 def totals_text(totals: Totals) -> list[str]:
     """The human report of ``nia session stats``, line by line."""
     without = totals.turns - totals.with_usage
-    lines = [f"turns: {totals.turns}" + (f" ({without} without usage: stored before nia kept it)" if without else "")]
+    lines = [
+        f"turns: {totals.turns}"
+        + (f" ({without} without usage, left out of tokens and cost: the provider reported none)" if without else "")
+    ]
     lines.append("tokens: " + usage_line(totals.usage))
     share = totals.cache_read_share
     lines.append("cache-read share: " + (f"{share:.1%} of input tokens" if share is not None else "no input yet"))

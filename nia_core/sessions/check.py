@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from nia_core.model import Message
+from nia_core.sessions.boundary import owed_answers
 from nia_core.sessions.projection import misplaced_input, unsettled_tool_calls
 from nia_core.sessions.store import HistoryEntry, Store
 from nia_core.sessions.store_errors import CorruptRecord, StoreError
@@ -74,6 +75,13 @@ def _problems(store: Store, session_id: str, distinct_inputs: bool) -> list[str]
     for message in state.pending:
         if message.kind == "user" and not message.text.strip():
             found.append("pending input with no text (it is never sent)")
+    owed = owed_answers(history, state.pending)
+    if owed:
+        found.append(
+            f"tool call(s) {', '.join(m.tool_call_id or '' for m in owed)} cannot be run (a tool no request declared, "
+            "or input cut by the token limit) and have no answer: no request can be sent until they do "
+            "(the next send answers them as not run)"
+        )
     waiting = unsettled_tool_calls([entry.message for entry in history])
     if waiting and any(message.kind == "user" for message in state.pending):
         found.append(

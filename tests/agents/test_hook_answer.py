@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from nia_core.cli import cli
+from tests.agents.transcripts import hook_record, line
 
 HOSTS = ["claude-code", "codex"]
 
@@ -83,7 +84,7 @@ class Host:
         text = data["hookSpecificOutput"]["additionalContext"]
         if self.transcript is not None:  # the host records what reached its model
             with open(self.transcript, "a") as handle:
-                handle.write(json.dumps({"attachment": {"content": [text]}}) + "\n")
+                handle.write(line(hook_record(self.name, text, event)))
         return text, result.stderr
 
 
@@ -373,3 +374,23 @@ def test_text_sent_inside_a_saved_long_message_is_not_sent_again(project, tmp_pa
     assert text is not None and text.startswith("ACME-RULE changed: two (was one)") and ".nia/hook-output/" in text
     assert "sent again" in err
     assert host.hook("UserPromptSubmit") == (None, "")  # the model was pointed at the file: nothing is missing
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_however_many_updates_were_lost_the_epoch_holds_while_its_baseline_is_there(name, project, tmp_path):
+    host = Host(name, project)
+    host.transcript = tmp_path / "transcript.jsonl"
+    assert host.hook("SessionStart", "startup")[0] is not None
+    lost = []
+    transcript, host.transcript = host.transcript, None  # 26 updates admitted, none recorded by the host
+    for n in range(2, 28):
+        (project / "rule.txt").write_text(f"{n}\n")
+        lost.append(host.hook("UserPromptSubmit")[0])
+    host.transcript = transcript
+    (project / "rule.txt").write_text("last\n")
+    text, err = host.hook("UserPromptSubmit")
+    assert text is not None and ".nia/hook-output/" not in text
+    assert text == "\n\n".join([*lost, "ACME-RULE changed: last (was 27)"])  # every lost one, then the new one
+    assert "26 earlier context message(s)" in err and "new epoch" not in err
+    assert {e["epoch"] for e in log()} == {1}
+    assert host.hook("UserPromptSubmit")[0] is None

@@ -1,17 +1,24 @@
-"""The host finds a module plugin's hook implementations exactly where pluggy would, only faster."""
+"""The host finds a plugin's hook implementations exactly where pluggy would, without running the plugin's code.
+
+nia registers a namespace of the implementations, read statically, with pluggy's own ``register``;
+these tests compare what that registers with what pluggy registers for the plugin itself.
+"""
 
 from __future__ import annotations
 
+import re
 import types
 
 import pluggy
 import pytest
 
+import nia_core
 import nia_plugins.git
 import nia_plugins.instructions
 from nia_core import hookimpl, hookspecs
 from nia_core.plugin_host.discovery import register_imported
-from nia_core.plugin_host.manager import PluginHost, static_names
+from nia_core.plugin_host.implementations import marker_opts, static_names
+from nia_core.plugin_host.manager import PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
 
 
@@ -66,25 +73,26 @@ def _module() -> types.ModuleType:
 
 @pytest.mark.parametrize("plugin", [_module(), nia_plugins.git, nia_plugins.instructions], ids=lambda m: m.__name__)
 def test_every_name_of_a_module_plugin_parses_as_pluggy_parses_it(plugin):
-    ours = PluginHost().pm
     theirs = pluggy.PluginManager("nia")
-    assert type(ours) is not pluggy.PluginManager
     names = [*dir(plugin), "missing", "__getattr__", "__dict__", "__class__"]
     for name in names:
-        assert ours.parse_hookimpl_opts(plugin, name) == theirs.parse_hookimpl_opts(plugin, name), name
+        assert marker_opts(plugin, name) == theirs.parse_hookimpl_opts(plugin, name), name
+
+
+def _registered(host: PluginHost, name: str) -> object:
+    return host.pm.get_plugin(name)
 
 
 def test_a_module_plugin_registers_the_same_hooks_as_with_pluggy_alone():
     module = _module()
-    found = []
-    for manager in (PluginHost().pm, pluggy.PluginManager("nia")):
-        manager.register(module, name="acme")
-        callers = manager.get_hookcallers(module) or []
-        found.append(sorted((c.name, i.function.__name__) for c in callers for i in c.get_hookimpls()))
+    host, theirs = PluginHost(), pluggy.PluginManager("nia")
+    host.register(module, PluginInfo("acme", "local file"))
+    theirs.register(module, name="acme")
+    found = [sorted(_hooks(host.pm, _registered(host, "acme"))), sorted(_hooks(theirs, module))]
     assert found[0] == found[1]
-    hooks = {name for name, _ in found[0]}
+    hooks = {name for name, _, _ in found[0]}
     assert "nia_context_sources" in hooks and "nia_register_commands" in hooks  # renamed, marked
-    assert ("nia_context_sources", "carrier") in found[0]  # marked through its __func__, as pluggy does
+    assert ("nia_context_sources", "acme", "carrier") in found[0]  # marked through its __func__, as pluggy does
     assert "nia_summarize" not in hooks  # unmarked
 
 
@@ -148,8 +156,15 @@ NORMAL = [_module(), nia_plugins.git, nia_plugins.instructions, *_object_plugins
 
 
 def _hooks(manager: pluggy.PluginManager, plugin: object) -> list[tuple[str, str, str]]:
+    """``(hook, plugin name, function name)`` of each implementation, in pluggy's list order."""
     callers = manager.get_hookcallers(plugin) or []
     return [(c.name, i.plugin_name, i.function.__name__) for c in callers for i in c.get_hookimpls()]
+
+
+def _details(manager: pluggy.PluginManager, plugin: object) -> list[tuple[str, tuple[str, ...], dict]]:
+    """``(hook, argument names, options)`` of each implementation: what pluggy calls it with, and how."""
+    callers = manager.get_hookcallers(plugin) or []
+    return [(c.name, i.argnames, i.opts) for c in callers for i in c.get_hookimpls()]
 
 
 @pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
@@ -159,17 +174,45 @@ def test_the_names_nia_lists_are_those_dir_lists_for_every_ordinary_plugin(plugi
 
 @pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
 def test_every_ordinary_plugin_registers_the_same_hooks_in_the_same_order_as_with_pluggy(plugin):
-    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    host, theirs = PluginHost(), pluggy.PluginManager("nia")
     theirs.add_hookspecs(hookspecs)
-    for manager in (ours, theirs):
-        manager.register(types.ModuleType("first"), name="first")
-        assert manager.register(plugin, name="acme") == "acme"
-    assert _hooks(ours, plugin) == _hooks(theirs, plugin)
-    assert _hooks(ours, plugin)  # each of them implements something
-    with pytest.raises(ValueError):
-        ours.register(plugin, name="again")
-    assert ours.unregister(name="acme") is plugin
-    assert ours.get_hookcallers(plugin) is None and ours.get_name(plugin) is None
+    host.register(types.ModuleType("first"), PluginInfo("first", "local file"))
+    theirs.register(types.ModuleType("first"), name="first")
+    assert host.register(plugin, PluginInfo("acme", "local file")).error is None
+    assert theirs.register(plugin, name="acme") == "acme"
+    ours = _registered(host, "acme")
+    assert _hooks(host.pm, ours) == _hooks(theirs, plugin)
+    assert _details(host.pm, ours) == _details(theirs, plugin)
+    assert _hooks(host.pm, ours)  # each of them implements something
+    assert host.plugin("acme") is plugin
+    host.unregister("acme")
+    assert host.pm.get_hookcallers(ours) is None and host.pm.get_name(ours) is None and host.plugin("acme") is None
+
+
+def test_nia_registers_with_pluggys_own_plugin_manager_and_uses_none_of_its_private_names():
+    from pathlib import Path
+
+    assert type(PluginHost().pm) is pluggy.PluginManager
+    package = Path(nia_core.__file__).parent
+    private = re.compile(r"pluggy\._|\._hookimpls|_name2plugin|_static_hook_attr|_verify_hook|_hookexec")
+    found = [f"{path}: {m.group()}" for path in package.rglob("*.py") for m in private.finditer(path.read_text())]
+    assert found == []
+
+
+def test_every_hook_call_goes_through_pluggy_so_its_monitoring_sees_it(tmp_path):
+    from nia_core.project import locate
+
+    host = PluginHost()
+    host.register(_module(), PluginInfo("acme", "local file"))
+    seen: list[str] = []
+    undo = host.pm.add_hookcall_monitoring(lambda hook, impls, kwargs: seen.append(hook), lambda *args: None)
+    try:
+        host.open(locate(tmp_path))
+        host.summarize([])
+        host.register_commands(__import__("click").Group())
+    finally:
+        undo()
+    assert seen == ["nia_location_opened", "nia_summarize", "nia_register_commands"]
 
 
 class Ran(Exception):
@@ -194,11 +237,11 @@ def test_a_module_dir_is_never_run_and_its_hooks_are_those_of_its_dict(kind):
     """What pluggy finds for the same module without its ``__dir__`` (and, then, no key that is no name)."""
     module = _hostile_module(kind)
     plain = _module()
-    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
-    ours.register(module, name="acme")
+    host, theirs = PluginHost(), pluggy.PluginManager("nia")
+    assert host.register(module, PluginInfo("acme", "local file")).error is None
     theirs.register(plain, name="acme")
-    assert sorted(_hooks(ours, module)) == sorted(_hooks(theirs, plain))
-    assert ("nia_context_sources", "acme", "sources") in _hooks(ours, module)
+    assert sorted(_hooks(host.pm, _registered(host, "acme"))) == sorted(_hooks(theirs, plain))
+    assert ("nia_context_sources", "acme", "sources") in _hooks(host.pm, _registered(host, "acme"))
 
 
 class _Hostile(_Plugin):
@@ -229,14 +272,17 @@ class _HostileClass(_Plugin, metaclass=_Meta):
 @pytest.mark.parametrize("kind", ["object", "class"])
 def test_an_object_or_class_plugin_dir_eq_and_getattr_never_run(kind):
     plugin = _Hostile() if kind == "object" else _HostileClass
-    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
+    host, theirs = PluginHost(), pluggy.PluginManager("nia")
     theirs.add_hookspecs(hookspecs)
-    ours.register(types.ModuleType("first"), name="first")
-    ours.register(plugin, name="acme")
+    host.register(types.ModuleType("first"), PluginInfo("first", "local file"))
+    assert host.register(plugin, PluginInfo("acme", "local file")).error is None
     theirs.register(_Plugin(), name="acme")
-    assert [h[0] for h in _hooks(ours, plugin)] == [h[0] for h in _hooks(theirs, theirs.get_plugin("acme"))]
-    assert ours.get_name(plugin) == "acme"
-    assert ours.unregister(name="acme") is plugin
+    ours = _registered(host, "acme")
+    assert [h[0] for h in _hooks(host.pm, ours)] == [h[0] for h in _hooks(theirs, theirs.get_plugin("acme"))]
+    assert host.pm.get_name(ours) == "acme" and host.plugin("acme") is plugin
+    host.register(types.ModuleType("last"), PluginInfo("last", "local file"))  # compares with every plugin held
+    host.unregister("acme")
+    assert not host.pm.has_plugin("acme") and host.pm.has_plugin("last")
 
 
 def test_the_host_registers_an_object_plugin_with_a_hostile_dir_as_it_registers_any(tmp_path):
@@ -246,19 +292,3 @@ def test_the_host_registers_an_object_plugin_with_a_hostile_dir_as_it_registers_
     assert info.error is None and info.warnings == []
     assert info.hooks == ["nia_context_sources", "nia_providers", "nia_register_commands", "nia_summarize"]
     assert info.namespace == "acme"
-
-
-@pytest.mark.parametrize("plugin", NORMAL, ids=lambda p: getattr(p, "__name__", type(p).__name__))
-def test_a_pluggy_without_the_private_parts_nia_uses_still_registers_every_hook(plugin, monkeypatch):
-    """A pluggy release that moves ``HookImpl`` or ``_static_hook_attr`` gets pluggy's own registration."""
-    import nia_core.plugin_host.manager as host_module
-
-    monkeypatch.setattr(host_module, "STATIC_REGISTRATION", False)
-    ours, theirs = PluginHost().pm, pluggy.PluginManager("nia")
-    theirs.add_hookspecs(hookspecs)
-    for manager in (ours, theirs):
-        assert manager.register(plugin, name="acme") == "acme"
-    assert _hooks(ours, plugin) == _hooks(theirs, plugin) and _hooks(ours, plugin)
-    assert ours.get_name(plugin) == "acme"
-    assert ours.unregister(name="acme") is plugin
-    assert ours.get_hookcallers(plugin) is None and ours.get_name(plugin) is None

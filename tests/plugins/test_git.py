@@ -577,13 +577,22 @@ def test_an_unchanged_observation_runs_no_git_and_every_call_is_locked_down(fake
 
     assert (started, quiet, moved) == (1, 1, 2)
     for call, variables in fake_git():
-        assert call.startswith("--no-pager --no-optional-locks -c core.fsmonitor=false -c core.hooksPath=/dev/null")
-        assert set(variables.split()) == {
-            "GIT_NO_LAZY_FETCH=1",
-            "GIT_OPTIONAL_LOCKS=0",
-            "GIT_PAGER=cat",
-            "GIT_TERMINAL_PROMPT=0",
+        assert call.startswith("--no-pager --no-optional-locks -C ")
+        given = dict(pair.split("=", 1) for pair in variables.split())
+        config = {given[f"GIT_CONFIG_KEY_{n}"]: given.get(f"GIT_CONFIG_VALUE_{n}", "") for n in range(9)}
+        assert set(given) - {f"GIT_CONFIG_{kind}_{n}" for kind in ("KEY", "VALUE") for n in range(9)} == {
+            "GIT_ALLOW_PROTOCOL",
+            "GIT_ASKPASS",
+            "GIT_CONFIG_COUNT",
+            "GIT_NO_LAZY_FETCH",
+            "GIT_OPTIONAL_LOCKS",
+            "GIT_PAGER",
+            "GIT_TERMINAL_PROMPT",
         }
+        assert (given["GIT_CONFIG_COUNT"], given["GIT_ALLOW_PROTOCOL"]) == ("9", "nia_allows_none")
+        assert given["GIT_ASKPASS"] == ""
+        assert config["core.fsmonitor"] == "false" and config["core.hooksPath"] == "/dev/null"
+        assert config["protocol.allow"] == "never" and config["credential.helper"] == ""
 
 
 def test_without_a_git_executable_the_status_is_unavailable_with_a_reason(

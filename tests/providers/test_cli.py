@@ -250,7 +250,7 @@ def test_replies_stored_before_usage_was_kept_count_as_turns_without_usage(proje
     assert data["turns"] == 1 and data["turns_with_usage"] == 0
     assert data["input_tokens"] == 0 and data["cache_read_share"] is None and data["cost"]["estimated"] is None
     text = nia("session", "stats", session).stdout
-    assert "turns: 1 (1 without usage: stored before nia kept it)" in text
+    assert "turns: 1 (1 without usage, left out of tokens and cost: the provider reported none)" in text
 
 
 def test_a_model_without_a_price_is_named_and_left_out_of_the_cost(project, server):

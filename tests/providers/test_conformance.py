@@ -156,13 +156,13 @@ def test_an_ordinary_anthropic_reply_is_not_a_refusal(streamed):
 
 def test_retry_after_ms_wins_over_retry_after(raw):
     raw.then(lambda h: respond(h, 429, b"{}", {"retry-after-ms": "1500", "Retry-After": "9"}))
-    raw.then(lambda h: respond(h, 529, b"{}", {"Retry-After": "600"}))  # over 120 s: the backoff applies
+    raw.then(lambda h: respond(h, 529, b"{}", {"Retry-After": "600"}))  # the Anthropic SDK waits it all
     raw.default = lambda h: respond(
         h, 200, json.dumps({**MESSAGE, "content": [{"type": "text", "text": "ok"}]}).encode()
     )
     waits: list[float] = []
     assert claude(raw.url, sleep=waits.append, backoff=0.25).send(req(CLAUDE)).text == "ok"
-    assert waits == [1.5, 0.5]
+    assert waits == [1.5, 600.0]
 
 
 @pytest.mark.parametrize("status", [500, 520, 522, 524, 529])
@@ -237,7 +237,10 @@ def test_the_retry_rules_match_the_sdks():
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0
     policy = RetryPolicy(backoff=0.5, max_backoff=8)
     assert [policy.delay(n, None) for n in (1, 2, 3, 6)] == [0.5, 1.0, 2.0, 8.0]
-    assert policy.delay(1, 121) == 0.5 and policy.delay(1, 0) == 0.5 and policy.delay(1, 120) == 120
+    assert policy.delay(1, 0) == 0.5 and policy.delay(1, 120) == 120
+    assert policy.refuses(121) and not policy.refuses(120), "OpenAI: a longer wait means no retry"
+    anthropic = RetryPolicy(backoff=0.5, max_server_wait=None)
+    assert anthropic.delay(1, 3600) == 3600 and not anthropic.refuses(3600), "Anthropic: any wait is kept"
 
 
 # -- #14.7: adjacent system updates never reach the wire ---------------------------------

@@ -111,6 +111,23 @@ def test_misbehaving_plugins_are_reported_by_name_and_left_out(nia_project):
         lookup.check("broken/x")
 
 
+class LoudShout:
+    """Another plugin serving "shout", asking to be called first (pluggy's ``tryfirst``)."""
+
+    @hookimpl(tryfirst=True)
+    def nia_providers(self) -> list[Any]:
+        return [ShoutProvider(suffix="!!!")]
+
+
+def test_a_provider_name_two_plugins_use_stays_with_the_plugin_loaded_first(nia_project):
+    """pluggy calls ``LoudShout`` first; the name still goes by load order, as keys and commands do."""
+    host = make_host(ShoutPlugin(), LoudShout(), strict=False)
+    lookup = providers_at(nia_project.location, host)
+    request = ModelRequest("s", "shout/any", "", (Message("user", "hi"),))
+    assert lookup("shout/any").send(request).text == "HI!"
+    assert lookup.problems == ("plugin 'loudshout': provider name 'shout' is taken by plugin 'shoutplugin'",)
+
+
 def test_a_strict_host_turns_a_misbehaving_provider_plugin_into_an_error(nia_project):
     with pytest.raises(ProviderConfigError, match="no GPU here"):
         providers_at(nia_project.location, make_host(Broken(), strict=True))
