@@ -307,3 +307,34 @@ class HttpSession:
         except ValueError:
             answer = {"text": payload}
         return int(status), answer, got
+
+
+class Flood:
+    """Writes ``lines`` to a server's stdin on a thread, counting the bytes the pipe took."""
+
+    def __init__(self, server: RawServer, lines: Sequence[bytes]) -> None:
+        self.offered = sum(map(len, lines))
+        self.accepted = 0
+        self._lines = lines
+        self._server = server
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    def _write(self) -> None:
+        stdin = self._server.process.stdin
+        assert stdin is not None
+        try:
+            for line in self._lines:
+                stdin.write(line)
+                self.accepted += len(line)
+            stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def held_back(self, timeout: float = TIMEOUT) -> bool:
+        """Wait until the pipe stops taking bytes; whether the writer is still blocked, far from done."""
+        last, deadline = -1, time.monotonic() + timeout
+        while self.accepted != last and time.monotonic() < deadline:
+            last = self.accepted
+            time.sleep(2.0)
+        return self.writer.is_alive() and self.accepted < self.offered // 2

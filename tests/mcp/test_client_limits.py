@@ -7,13 +7,11 @@ HTTP, as a misbehaving client would.
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
 
 from nia_core.mcp.limits import MAX_MESSAGE_BYTES
-from tests.mcp.helpers import TIMEOUT, HttpSession, RawServer, http_server, make_project, peak_rss_mb
+from tests.mcp.helpers import TIMEOUT, Flood, HttpSession, RawServer, http_server, make_project, peak_rss_mb
 
 pytestmark = pytest.mark.slow
 
@@ -34,38 +32,19 @@ def ping(ident: object, pad: int = 0) -> dict[str, object]:
 
 def test_a_client_that_writes_and_never_reads_is_held_back_then_answered(tmp_path):
     server = RawServer(make_project(tmp_path / "p"))
-    count, offered = 12_000, 0
+    count = 12_000
     lines = [json.dumps(ping(n, pad=1000)).encode() + b"\n" for n in range(100, 100 + count)]
-    offered = sum(map(len, lines))
-    accepted = [0]
-
-    def flood() -> None:
-        assert server.process.stdin is not None
-        try:
-            for line in lines:
-                server.process.stdin.write(line)
-                accepted[0] += len(line)
-            server.process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass
-
     try:
         server.handshake(keep_reading=False)
         before = peak_rss_mb(server.process.pid)
-        writer = threading.Thread(target=flood, daemon=True)
-        writer.start()
-        last, deadline = -1, time.monotonic() + TIMEOUT
-        while accepted[0] != last and time.monotonic() < deadline:  # until the pipe stops taking bytes
-            last = accepted[0]
-            time.sleep(2.0)
-        assert writer.is_alive(), "the server read every line although none of its answers was read"
-        assert accepted[0] < offered // 2
+        flood = Flood(server, lines)
+        assert flood.held_back(), f"the server took {flood.accepted} of {flood.offered} bytes, none of it answered"
         assert peak_rss_mb(server.process.pid) - before < 64
 
         server.start_reading()  # the client reads at last: every ping is answered, in order
         answered = [server.reply(n)["id"] for n in range(100, 100 + count)]
         assert answered == list(range(100, 100 + count))
-        writer.join(TIMEOUT)
+        flood.writer.join(TIMEOUT)
         assert server.close() == 0
         assert "Traceback" not in server.stderr()
     finally:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from nia_core.mcp.limits import MAX_MESSAGE_BYTES
-from tests.mcp.helpers import TIMEOUT, RawServer, make_project, peak_rss_mb, write
+from tests.mcp.helpers import TIMEOUT, Flood, RawServer, make_project, peak_rss_mb, write
 
 pytestmark = pytest.mark.slow
 
@@ -123,31 +122,14 @@ def test_every_flood_that_is_not_read_is_held_back(tmp_path, flood):
     make = FLOODS[flood]
     server = RawServer(make_project(tmp_path / "p"), env=isolated(tmp_path))
     lines = [make(n) + b"\n" for n in range(1000, 9000)]
-    offered, accepted = sum(map(len, lines)), [0]
-
-    def write_all() -> None:
-        assert server.process.stdin is not None
-        try:
-            for line in lines:
-                server.process.stdin.write(line)
-                accepted[0] += len(line)
-            server.process.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass
-
     try:
         server.handshake(keep_reading=False)
         before = peak_rss_mb(server.process.pid)
-        writer = threading.Thread(target=write_all, daemon=True)
-        writer.start()
-        last, deadline = -1, time.monotonic() + SLOW
-        while accepted[0] != last and time.monotonic() < deadline:
-            last = accepted[0]
-            time.sleep(2.0)
-        assert writer.is_alive() and accepted[0] < offered // 2, f"took {accepted[0]} of {offered} bytes unread"
+        flood = Flood(server, lines)
+        assert flood.held_back(SLOW), f"took {flood.accepted} of {flood.offered} bytes unread"
         assert peak_rss_mb(server.process.pid) - before < 64
         server.start_reading()
-        writer.join(SLOW)
+        flood.writer.join(SLOW)
         server.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})
         assert server.reply("after", SLOW)["result"] == {}
         assert server.close() == 0
