@@ -18,14 +18,15 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING
 
 from nia_core.agents import hook_log
 from nia_core.agents.contract import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
+from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
-from nia_core.agents.output_limit import SPILLED, fit, spilled_texts
+from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
 
 DEADLINE = 20.0
 """Seconds a hook may run before nia gives up (the host's own timeout for it is longer)."""
-
-RESEND_DEPTH = 20
-"""How many admitted texts back the transcript check looks for one that arrived."""
 
 
 @record
@@ -136,7 +134,10 @@ def _answered(
     if transcript is None or not transcript.is_compacted():
         return False
     epoch = store.state(session_id).epoch
-    return epoch is not None and transcript.contains(_printed(adapter, epoch.baseline, root))
+    if epoch is None:
+        return False
+    outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
+    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
 
 
 def _in_flight(hook: HookInput, session_id: str) -> bool:
@@ -152,10 +153,16 @@ def _in_flight(hook: HookInput, session_id: str) -> bool:
     return previous is not None and previous.get("event") == "SessionStart"
 
 
-def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> str:
+def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
+    """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
 
-    return fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit).text
+    def printed_for(text: str) -> str:
+        if adapter.measure(text) <= adapter.output_limit:
+            return text
+        return printed(text, adapter.output_limit, adapter.measure, str(spill_path(Path(root), text)), adapter.unit)
+
+    return printed_for
 
 
 def _missing(
@@ -163,12 +170,12 @@ def _missing(
 ) -> tuple[list[str], bool]:
     """Admitted texts of the active epoch that never reached the host's transcript, oldest first.
 
-    The newest admitted text is looked up first, then older ones, until one
-    is found: the ones after it are what the host lost (a crash, dropped
-    output). Only the transcript after its last compaction record counts
-    (the model sees nothing before it). The flag says none of the texts is
-    there: the epoch is gone. Without a readable transcript nothing is
-    concluded.
+    The texts after the newest one the host recorded as hook output are what
+    the host lost (a crash, dropped output); every text of the epoch is
+    looked for, however many, and nothing else in the transcript is. Only
+    the transcript after its last compaction record counts (the model sees
+    nothing before it). The flag says none of the texts is there: the epoch
+    is gone. Without a readable transcript nothing is concluded.
     """
     transcript = Transcript.open(transcript_path, adapter.compaction)
     if transcript is None:
@@ -184,21 +191,15 @@ def _missing(
         if e.message.kind == "system_update" and e.message.epoch == number
     ]
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
-    lost: list[str] = []
-    spilled: list[str] | None = None
-    for text in reversed(texts[-RESEND_DEPTH:]):
-        if transcript.contains(_printed(adapter, text, root)):
-            break
-        if spilled is None:  # sent inside a longer text that went to a file: the model was pointed at it
-            from pathlib import Path
-
-            spilled = spilled_texts(Path(root), transcript.mentions(SPILLED))
-        if any(text in whole for whole in spilled):
-            break
-        lost.append(text)
-    else:
-        return list(reversed(lost)), bool(lost)
-    return list(reversed(lost)), False
+    if not texts:
+        return [], False
+    printer = _printer(adapter, root)
+    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+    if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
+        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
+    if not found:
+        return list(texts), True
+    return texts[max(found) + 1 :], False
 
 
 def _report(

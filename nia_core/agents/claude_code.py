@@ -13,6 +13,10 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 - It loads ``AGENTS.md`` and ``CLAUDE.md`` into every session itself, and after
   an edit appends a whole new copy at the next turn.
 - Its transcript lines carry ``"version": "2.1.328"``.
+- What a hook added for the model is a line of its own:
+  ``{"type": "attachment", "attachment": {"type": "hook_additional_context",
+  "content": ["TEXT"], "hookEvent": "SessionStart", …}}``; tool results are
+  ``"type": "user"`` lines, never attachments.
 - ``claude -p /compact`` summarises, runs SessionStart ``compact`` and only
   then writes the ``"subtype":"compact_boundary"`` line; the history after it
   is the summary alone. Automatic compaction (usage over
@@ -23,8 +27,23 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from nia_core.agents.contract import HostAdapter, NativeFiles, characters
 from nia_core.agents.transcript import version_field
+
+
+def hook_outputs(line: Mapping[str, Any]) -> list[str]:
+    """The hook texts one transcript line records (``hook_additional_context`` attachments)."""
+    attachment = line.get("attachment")
+    if line.get("type") != "attachment" or not isinstance(attachment, dict):
+        return []
+    content = attachment.get("content")
+    if attachment.get("type") != "hook_additional_context" or not isinstance(content, list):
+        return []
+    return [text for text in content if isinstance(text, str)]
+
 
 ADAPTER = HostAdapter(
     name="claude-code",
@@ -42,4 +61,6 @@ ADAPTER = HostAdapter(
     host_version=lambda path: version_field(path, "version"),
     compaction='"subtype":"compact_boundary"',
     compaction_recorded_first=False,
+    output_marker='"hook_additional_context"',
+    hook_outputs=hook_outputs,
 )

@@ -15,6 +15,12 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 - It loads ``AGENTS.md`` itself (not ``CLAUDE.md``); after an edit it sends the
   new file at the next turn, saying it replaces the earlier one.
 - Its rollout (transcript) starts with ``"cli_version": "0.169.0"``.
+- What a hook added for the model is a ``developer`` message whose content
+  items are marked as hook output: ``{"type": "response_item", "payload":
+  {"type": "message", "role": "developer", "content": [{"type": "input_text",
+  "text": "TEXT"}], "internal_chat_message_metadata_passthrough":
+  {"content_item_kinds": ["hooks.additional_context"]}}}``; tool results are
+  ``function_call_output`` items.
 - Compaction (``core/src/session/mod.rs`` ``replace_compacted_history``,
   ``core/src/hook_runtime.rs`` ``run_pending_session_start_hooks``, checked
   with the binary): the rollout gets a ``"type":"compacted"`` line, then the
@@ -36,8 +42,33 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from nia_core.agents.contract import HostAdapter, NativeFiles, utf8_bytes
 from nia_core.agents.transcript import version_field
+
+HOOK_KIND = "hooks.additional_context"
+
+
+def hook_outputs(line: Mapping[str, Any]) -> list[str]:
+    """The hook texts one rollout line records: the content items of a developer message marked as hook output."""
+    payload = line.get("payload")
+    if line.get("type") != "response_item" or not isinstance(payload, dict):
+        return []
+    if payload.get("type") != "message" or payload.get("role") != "developer":
+        return []
+    meta = payload.get("internal_chat_message_metadata_passthrough")
+    kinds = meta.get("content_item_kinds") if isinstance(meta, dict) else None
+    content = payload.get("content")
+    if not isinstance(kinds, list) or not isinstance(content, list) or len(kinds) != len(content):
+        return []
+    return [
+        item["text"]
+        for kind, item in zip(kinds, content, strict=True)
+        if kind == HOOK_KIND and isinstance(item, dict) and isinstance(item.get("text"), str)
+    ]
+
 
 ADAPTER = HostAdapter(
     name="codex",
@@ -55,4 +86,6 @@ ADAPTER = HostAdapter(
     host_version=lambda path: version_field(path, "cli_version"),
     compaction='"type":"compacted"',
     compaction_recorded_first=True,
+    output_marker=f'"{HOOK_KIND}"',
+    hook_outputs=hook_outputs,
 )

@@ -83,6 +83,14 @@ class HostAdapter:
     compaction_recorded_first: bool = False
     """Whether that record is written before the host runs ``SessionStart`` (``compact``), so the
     hook can tell a compaction nia already answered from a new one (measured per host)."""
+    output_marker: str = ""
+    """A string every transcript line that records hook output contains (a cheap filter before parsing)."""
+    hook_outputs: Callable[[Mapping[str, Any]], list[str]] = lambda record: []
+    """The texts one transcript line (a JSON object) records as hook output that reached the model.
+
+    Only this counts as delivered: tool results and file contents (which the
+    repository controls) are other records, so nia's text quoted inside them
+    proves nothing."""
 
     def parse(self, data: bytes | str) -> HookInput:
         """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""

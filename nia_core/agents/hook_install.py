@@ -16,34 +16,47 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import tempfile
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from nia_core.agents.contract import EVENTS
-from nia_core.errors import NiaError
+from nia_core.agents.settings_file import SettingsError, SettingsFile
 
 Scope = Literal["project", "user"]
 HOOK_TIMEOUT = 30
 """Seconds the host lets nia's hook run (nia's own deadline is shorter; see :mod:`nia_core.agents.answer`)."""
 
+PROGRAM_NAMES = ("nia", "nia.exe")
+"""The names nia's console script has: a handler whose program is one of them (any folder) is nia's."""
 
-class SettingsError(NiaError):
-    """A settings file nia was asked to edit cannot be read as what it should be; nothing was written."""
+__all__ = ["SettingsError", "install", "status", "uninstall"]
 
 
 def command_for(host: str, program: str = "nia") -> str:
-    return f"{program} hook {host}"
+    """The hook command nia writes: ``PROGRAM hook HOST`` (the program quoted for a shell when it must be)."""
+    return f"{shlex.quote(program)} hook {host}"
 
 
-def is_nia_command(command: object, host: str) -> bool:
-    """Whether a hook command is nia's hook for ``host`` (whatever path or interpreter runs nia)."""
+def is_nia_command(command: object, host: str, program: str | None = None) -> bool:
+    """Whether a hook command is exactly one nia writes for ``host``: ``PROGRAM hook HOST``, nothing more.
+
+    ``PROGRAM`` is a path whose last name is ``nia`` (any folder), or the
+    ``program`` an install was given. A user's command that merely mentions
+    ``nia hook HOST`` (an argument, a comment, a log line, a pipeline) is not
+    nia's, so nia never rewrites or removes it.
+    """
     if not isinstance(command, str):
         return False
-    return re.search(r"(^|[\s/\\])nia(\.exe)?[\"']?\s+hook\s+" + re.escape(host) + r"(\s|$)", command) is not None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if len(words) != 3 or words[1:] != ["hook", host]:
+        return False
+    return os.path.basename(words[0]) in PROGRAM_NAMES or (program is not None and words[0] == program)
 
 
 def codex_home() -> Path:
@@ -54,62 +67,34 @@ def claude_home() -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude")
 
 
-def hooks_file(host: str, scope: Scope, root: Path) -> Path:
+def hooks_file(host: str, scope: Scope, root: Path) -> SettingsFile:
     """Where ``host`` reads hook entries for ``scope`` (``root``: the project root)."""
     if host == "claude-code":
-        return (root / ".claude" if scope == "project" else claude_home()) / "settings.json"
+        if scope == "project":
+            return SettingsFile.in_project(root, ".claude", "settings.json")
+        return SettingsFile.in_user_folder(claude_home(), "settings.json")
     if host == "codex":
-        return (root / ".codex" if scope == "project" else codex_home()) / "hooks.json"
-    raise SettingsError(f"unknown host {host!r} (known: claude-code, codex)")
+        if scope == "project":
+            return SettingsFile.in_project(root, ".codex", "hooks.json")
+        return SettingsFile.in_user_folder(codex_home(), "hooks.json")
+    raise SettingsError(host, "unknown host (known: claude-code, codex)")
 
 
-def codex_config(scope: Scope, root: Path) -> Path:
-    return (root / ".codex" if scope == "project" else codex_home()) / "config.toml"
+def codex_config(scope: Scope, root: Path) -> SettingsFile:
+    if scope == "project":
+        return SettingsFile.in_project(root, ".codex", "config.toml")
+    return SettingsFile.in_user_folder(codex_home(), "config.toml")
 
 
 # -- reading and writing --------------------------------------------------------------
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"{path}: cannot read it: {exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise SettingsError(f"{path}: not valid JSON ({exc}); nothing was changed") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: expected a JSON object at the top; nothing was changed")
-    return data
+def _read_json(settings: SettingsFile) -> dict[str, Any]:
+    return settings.read_json() or {}
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` in one rename, so a crash leaves the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with _suppress():
-            os.unlink(tmp)
-        raise
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return True
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def _events_table(data: dict[str, Any], path: Path, *, create: bool) -> dict[str, Any] | None:
@@ -119,7 +104,7 @@ def _events_table(data: dict[str, Any], path: Path, *, create: bool) -> dict[str
             return None
         hooks = data["hooks"] = {}
     if not isinstance(hooks, dict):
-        raise SettingsError(f"{path}: 'hooks' is not an object; nothing was changed")
+        raise SettingsError(path, "'hooks' is not an object; nothing was changed")
     return hooks
 
 
@@ -162,8 +147,11 @@ class Outcome:
 def install(host: str, scope: Scope, root: Path, *, program: str = "nia") -> Outcome:
     """Add nia's SessionStart and UserPromptSubmit handlers for ``host`` (idempotent)."""
     outcome = Outcome()
-    path = hooks_file(host, scope, root)
-    data = _read_json(path)
+    settings = hooks_file(host, scope, root)
+    path = settings.path
+    data = _read_json(settings)
+    config = codex_config(scope, root) if host == "codex" else None
+    document = _codex_document(config) if config is not None else None  # read everything before writing anything
     hooks = _events_table(data, path, create=True)
     assert hooks is not None
     command = command_for(host, program)
@@ -171,8 +159,8 @@ def install(host: str, scope: Scope, root: Path, *, program: str = "nia") -> Out
     for event in EVENTS:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
-            raise SettingsError(f"{path}: 'hooks.{event}' is not a list; nothing was changed")
-        mine = [handler for _, handler in _handlers(groups) if is_nia_command(handler.get("command"), host)]
+            raise SettingsError(path, f"'hooks.{event}' is not a list; nothing was changed")
+        mine = [handler for _, handler in _handlers(groups) if is_nia_command(handler.get("command"), host, program)]
         if mine:
             for handler in mine:  # an earlier install with another program path: bring it up to date
                 if handler.get("command") != command:
@@ -182,10 +170,10 @@ def install(host: str, scope: Scope, root: Path, *, program: str = "nia") -> Out
         groups.append({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT}]})
         added.append(event)
     if added:
-        _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        settings.write(_dump(data))
         outcome.changes.append(Change(path, f"nia's {', '.join(added)} hooks"))
-    if host == "codex":
-        _codex_feature(scope, root, outcome)
+    if config is not None and document is not None:
+        _codex_feature(config, document, outcome)
         outcome.notes.append(
             "Codex runs new hooks only after you review them: start `codex` in this project and approve "
             "nia's hooks when it asks (nia never records that consent for you)."
@@ -193,35 +181,48 @@ def install(host: str, scope: Scope, root: Path, *, program: str = "nia") -> Out
     return outcome
 
 
-def _codex_feature(scope: Scope, root: Path, outcome: Outcome) -> None:
+def _codex_document(config: SettingsFile) -> Any:
+    """Codex's ``config.toml`` as a tomlkit document (comments and layout kept), read through the checked reader."""
     import tomlkit
 
-    path = codex_config(scope, root)
+    from nia_core.project.toml import ConfigError, check_nesting
+
+    text = config.read_text() or ""
     try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        document = tomlkit.parse(text)
-    except (OSError, UnicodeDecodeError, tomlkit.exceptions.TOMLKitError) as exc:
-        raise SettingsError(f"{path}: cannot read it as TOML ({exc}); nothing was changed") from None
+        check_nesting(text, str(config.path))
+        return tomlkit.parse(text)
+    except ConfigError as exc:
+        raise SettingsError(config.path, str(exc).split(": ", 1)[-1]) from None
+    except RecursionError:
+        raise SettingsError(config.path, "nested too deeply; nia refuses such a file") from None
+    except tomlkit.exceptions.TOMLKitError as exc:
+        raise SettingsError(config.path, f"cannot read it as TOML ({exc}); nothing was changed") from None
+
+
+def _codex_feature(config: SettingsFile, document: Any, outcome: Outcome) -> None:
+    import tomlkit
+
     features = document.get("features")
     if features is None:
         features = tomlkit.table()
         document["features"] = features
     elif not isinstance(features, dict):
-        raise SettingsError(f"{path}: 'features' is not a table; nothing was changed")
+        raise SettingsError(config.path, "'features' is not a table; nothing was changed")
     if features.get("hooks") is True:
         return
     features["hooks"] = True
-    _write_atomically(path, tomlkit.dumps(document))
-    outcome.changes.append(Change(path, "[features] hooks = true"))
+    config.write(tomlkit.dumps(document))
+    outcome.changes.append(Change(config.path, "[features] hooks = true"))
 
 
-def uninstall(host: str, scope: Scope, root: Path) -> Outcome:
+def uninstall(host: str, scope: Scope, root: Path, *, program: str | None = None) -> Outcome:
     """Remove nia's handlers for ``host``; every other entry stays, empty containers nia leaves go."""
     outcome = Outcome()
-    path = hooks_file(host, scope, root)
-    if not path.exists():
+    settings = hooks_file(host, scope, root)
+    path = settings.path
+    data = settings.read_json()
+    if data is None:
         return outcome
-    data = _read_json(path)
     hooks = _events_table(data, path, create=False)
     if hooks is None:
         return outcome
@@ -235,7 +236,11 @@ def uninstall(host: str, scope: Scope, root: Path) -> Outcome:
             if not (isinstance(group, dict) and isinstance(group.get("hooks"), list)):
                 kept_groups.append(group)
                 continue
-            kept = [h for h in group["hooks"] if not (isinstance(h, dict) and is_nia_command(h.get("command"), host))]
+            kept = [
+                h
+                for h in group["hooks"]
+                if not (isinstance(h, dict) and is_nia_command(h.get("command"), host, program))
+            ]
             if len(kept) != len(group["hooks"]):
                 removed.append(event)
                 if not kept:
@@ -251,7 +256,7 @@ def uninstall(host: str, scope: Scope, root: Path) -> Outcome:
         return outcome
     if not hooks:
         del data["hooks"]
-    _write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    settings.write(_dump(data))
     outcome.changes.append(Change(path, f"removed nia's {', '.join(dict.fromkeys(removed))} hooks"))
     return outcome
 
@@ -282,38 +287,56 @@ class Status:
 
 
 def status(host: str, scope: Scope, root: Path) -> Status:
-    path = hooks_file(host, scope, root)
+    """Where nia's hooks for ``host`` stand in ``scope``; reads only, through the checked reader, writes nothing."""
+    settings = hooks_file(host, scope, root)
+    data: dict[str, Any] = {}
     try:
-        data = _read_json(path)
-        result = Status(host, scope, path, installed_events(data, host))
+        data = _read_json(settings)
+        result = Status(host, scope, settings.path, installed_events(data, host))
     except SettingsError as exc:
-        result = Status(host, scope, path, [], problem=str(exc))
+        result = Status(host, scope, settings.path, [], problem=exc.problem)
     if host == "codex":
-        result.feature = _codex_flag(codex_config(scope, root)) or _codex_flag(codex_config("user", root))
-        result.trusted = _codex_trusted(path, data if not result.problem else {})
+        problems: list[str] = []
+        result.feature = _codex_flag(codex_config(scope, root), problems) or _codex_flag(
+            codex_config("user", root), problems
+        )
+        result.trusted = _codex_trusted(settings.path, data, problems)
+        result.problem = "; ".join(dict.fromkeys([*([result.problem] if result.problem else []), *problems]))
     return result
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(config: SettingsFile, problems: list[str]) -> dict[str, Any]:
+    """A TOML file for reading only: what cannot be read (refused, invalid, too deep) is empty, and said."""
     import tomllib
 
+    from nia_core.project.toml import ConfigError, check_nesting
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return {}
+        text = config.read_text() or ""
+        check_nesting(text, str(config.path))
+        return tomllib.loads(text)
+    except SettingsError as exc:
+        problems.append(str(exc))
+    except ConfigError as exc:
+        problems.append(str(exc))
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(f"{config.path}: not valid TOML ({exc})")
+    except RecursionError:
+        problems.append(f"{config.path}: nested too deeply")
+    return {}
 
 
-def _codex_flag(path: Path) -> bool:
-    features = _read_toml(path).get("features")
+def _codex_flag(config: SettingsFile, problems: list[str]) -> bool:
+    features = _read_toml(config, problems).get("features")
     return isinstance(features, dict) and features.get("hooks") is True
 
 
 EVENT_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit"}
 
 
-def _codex_trusted(hooks_path: Path, data: dict[str, Any]) -> list[str]:
+def _codex_trusted(hooks_path: Path, data: dict[str, Any], problems: list[str]) -> list[str]:
     """Events whose nia handler has a trust record in the user's Codex config (hash not re-computed)."""
-    hooks_table = _read_toml(codex_config("user", hooks_path.parent)).get("hooks")
+    hooks_table = _read_toml(codex_config("user", hooks_path.parent), problems).get("hooks")
     states = hooks_table.get("state") if isinstance(hooks_table, dict) else None
     if not isinstance(states, dict):
         return []

@@ -1,9 +1,9 @@
-"""Reading a host's transcript (JSON lines): did a text reach it, and which host version wrote it.
+"""Reading a host's transcript (JSON lines): what it recorded as hook output, and which host version wrote it.
 
-Only what the hook needs: a substring test on the JSON-escaped text (the hosts
-write JSON with raw UTF-8, as Python does with ``ensure_ascii=False``), and
-the version field of the first lines. A transcript that cannot be read says
-nothing, and nothing is concluded from it.
+Only what the hook needs: the texts of the lines the host writes for hook
+output (each adapter knows their shape, :attr:`HostAdapter.hook_outputs`),
+and the version field of the first lines. A transcript that cannot be read
+says nothing, and nothing is concluded from it.
 
 A compaction replaces the conversation the model sees with a summary, but the
 host's transcript keeps the earlier lines: given the host's compaction record,
@@ -19,15 +19,11 @@ import json
 import os
 import re
 import stat
-from typing import BinaryIO
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO
 
 HEAD_BYTES = 64 * 1024
 """How much of a transcript's start is read to find the host's version."""
-
-
-def escaped(text: str) -> str:
-    """``text`` as it appears inside a JSON string written by the host."""
-    return json.dumps(text.strip(), ensure_ascii=False)[1:-1]
 
 
 TAIL_BYTES = 1024 * 1024
@@ -165,16 +161,31 @@ class Transcript:
                 self._whole = self._tail or ""
         return self._whole
 
-    def contains(self, text: str) -> bool:
-        """Whether ``text`` (stripped, as the hosts record hook output) appears in the transcript."""
-        if not text.strip():
-            return False
-        needle = escaped(text)
-        return needle in (self._tail or "") or (self._whole is not self._tail and needle in self._all())
+    @property
+    def whole(self) -> bool:
+        """Whether the end already read is all there is to read (the file, or all of it since a compaction)."""
+        return self._whole is not None and self._whole is self._tail
 
-    def mentions(self, pattern: str) -> list[str]:
-        """Every match of the regular expression ``pattern`` in the transcript (since compaction), in order."""
-        return re.findall(pattern, self._all())
+    def outputs(self, marker: str, extract: Callable[[Mapping[str, Any]], list[str]], *, whole: bool) -> list[str]:
+        """The hook outputs the host recorded (since its last compaction), oldest first.
+
+        Only lines holding ``marker`` are parsed, and only as a JSON object
+        whose shape ``extract`` checks at the top level: a tool result or a
+        file's content that quotes the marker is another kind of line.
+        ``whole=False`` reads the transcript's end only (:data:`TAIL_BYTES`).
+        """
+        text = self._all() if whole else (self._tail or "")
+        found: list[str] = []
+        for line in text.splitlines():
+            if marker not in line:
+                continue
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):  # a cut first line, or not the host's own record
+                continue
+            if isinstance(value, dict):
+                found.extend(extract(value))
+        return found
 
 
 class _Undecided(Exception):

@@ -131,7 +131,7 @@ def install(ctx: click.Context, client: str, location: str | None, config_path: 
     server_location = None if client == "claude-code" and config_path is None else where.path
     extra = tuple(arg for folder in app.plugins_dirs for arg in ("--plugins-dir", str(Path(folder).resolve())))
     launch = installer.launch(server_location, extra)
-    path = Path(config_path) if config_path else installer.default_path(client, root)
+    path = installer.given_file(config_path) if config_path else installer.default_path(client, root)
     if path is None:
         click.echo(installer.json_entry(launch), nl=False)
         return
@@ -141,7 +141,7 @@ def install(ctx: click.Context, client: str, location: str | None, config_path: 
         return
     installer.write(planned)
     click.echo(
-        f"{'Updated' if planned.existed else 'Wrote'} {path}: server {installer.SERVER_NAME!r} runs "
+        f"{'Updated' if planned.existed else 'Wrote'} {planned.path}: server {installer.SERVER_NAME!r} runs "
         f"{' '.join([launch.command, *launch.args])}",
         err=True,
     )

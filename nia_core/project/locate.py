@@ -30,6 +30,10 @@ def locate(path: str | os.PathLike[str] | None = None) -> Location:
         resolved = start.resolve(strict=True)
     except (FileNotFoundError, NotADirectoryError, RuntimeError):
         raise UsageError(f"location not found: {start}") from None
+    except PermissionError:
+        raise UsageError(f"location cannot be reached: {start} (permission denied on a folder on the way)") from None
+    except OSError as exc:
+        raise UsageError(f"location cannot be reached: {start} ({exc.strerror or exc})") from None
     if not resolved.is_dir():
         raise UsageError(f"location is not a directory: {start}")
     git_root: Path | None = None

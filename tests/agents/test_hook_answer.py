@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from nia_core.cli import cli
+from tests.agents.transcripts import hook_record, line
 
 HOSTS = ["claude-code", "codex"]
 
@@ -83,7 +84,7 @@ class Host:
         text = data["hookSpecificOutput"]["additionalContext"]
         if self.transcript is not None:  # the host records what reached its model
             with open(self.transcript, "a") as handle:
-                handle.write(json.dumps({"attachment": {"content": [text]}}) + "\n")
+                handle.write(line(hook_record(self.name, text, event)))
         return text, result.stderr
 
 
