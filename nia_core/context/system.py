@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from nia_core.context.codec import canonical_json
-from nia_core.context.observe import Observation, max_source_bytes, observe, too_large
+from nia_core.context.observation import Observation, max_source_bytes, observe, too_large
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of

@@ -13,7 +13,7 @@ providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers
 from __future__ import annotations
 
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
-from nia_core.context.observe import max_source_bytes, too_large
+from nia_core.context.observation import max_source_bytes, too_large
 from nia_core.errors import one_line
 from nia_core.plugin_host.manager import PluginHost
 from nia_core.process import is_user_interrupt
