@@ -194,7 +194,7 @@ class NiaGroup(click.Group):
             if App.of(ctx).debug:
                 raise
             if isinstance(exc, OSError) and not _cwd_exists():
-                from nia_core.project.locate import GONE
+                from nia_core.project.root import GONE
 
                 raise ReportedError(GONE, 2) from None
             raise ReportedError(
