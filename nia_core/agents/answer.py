@@ -26,9 +26,11 @@ from nia_core.agents import hook_log
 from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
+from nia_core.agents.native import views
 from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
+from nia_core.process import end, guard_exit
 from nia_core.records import record
 
 if TYPE_CHECKING:
@@ -89,7 +91,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    leave_out = () if deliver else adapter.native_keys(version)
+    native = {} if deliver else views(adapter.native_keys(version), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -99,7 +101,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         role = adapter.role(hook.event)
         starts = role == START and hook.source in adapter.fresh
         if starts and not _answered(adapter, hook, store, session.id, location.root):
-            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
+            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
             if not starts and not _in_flight(adapter, hook, session.id):
@@ -107,12 +109,12 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
-                report = runtime.start_over(store, session.id, reason=reason, leave_out=leave_out)
+                report = runtime.start_over(store, session.id, reason=reason, narrow=native)
                 entry.warnings.append(
                     f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
                 )
             else:
-                report = runtime.boundary(store, session.id, leave_out=leave_out)
+                report = runtime.boundary(store, session.id, narrow=native)
         _report(adapter, hook, report, missing, location.root, result)
 
 
@@ -287,7 +289,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
-            os._exit(0)
+            end(0)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
@@ -315,6 +317,7 @@ def main(host: str) -> int:
     from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
 
+    guard_exit()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
@@ -353,4 +356,4 @@ def _leave_stray_threads() -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(0)
+        end(0)

@@ -394,3 +394,34 @@ def test_however_many_updates_were_lost_the_epoch_holds_while_its_baseline_is_th
     assert "26 earlier context message(s)" in err and "new epoch" not in err
     assert {e["epoch"] for e in log()} == {1}
     assert host.hook("UserPromptSubmit")[0] is None
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_the_user_global_agents_md_reaches_the_model_and_the_projects_stays_the_hosts(
+    name, project, isolated_environment
+):
+    global_agents = isolated_environment / ".config" / "nia" / "AGENTS.md"
+    global_agents.parent.mkdir(parents=True)
+    global_agents.write_text("GLOBAL-SAYS: answer in French.\n")
+    host = Host(name, project)
+    baseline, _ = host.hook("SessionStart", "startup")
+    assert baseline is not None and "GLOBAL-SAYS: answer in French." in baseline
+    assert "AGENTS-SAYS" not in baseline  # the host loads the project's own AGENTS.md itself
+    assert "reach you separately" in baseline
+
+    (project / "AGENTS.md").write_text("AGENTS-SAYS: use spaces.\n")
+    assert host.hook("UserPromptSubmit")[0] is None  # the host sends the project's edit itself
+
+    global_agents.write_text("GLOBAL-SAYS: answer in German.\n")
+    update, _ = host.hook("UserPromptSubmit")
+    assert update is not None and "GLOBAL-SAYS: answer in German." in update and "AGENTS-SAYS" not in update
+    assert "not affected" in update  # it never tells the model the project's instructions went
+
+    global_agents.unlink()
+    removal, _ = host.hook("UserPromptSubmit")
+    assert removal is not None and "user-global AGENTS.md instructions given earlier no longer apply" in removal
+
+
+def test_without_a_user_global_agents_md_nothing_of_agents_md_is_said(project):
+    baseline, _ = Host("claude-code", project).hook("SessionStart", "startup")
+    assert baseline is not None and "AGENTS.md" not in baseline

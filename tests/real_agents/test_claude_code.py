@@ -240,3 +240,20 @@ def test_the_hosts_own_git_status_is_left_out_on_request(project, agent_home, se
     assert SNAPSHOT not in last_request(server)
     assert nia("hook", "uninstall", "claude-code", cwd=project).returncode == 0
     assert not (project / ".claude").exists()  # everything nia wrote is gone again
+
+
+def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(claude, project, server):
+    import os
+    from pathlib import Path
+
+    global_agents = Path(os.environ["XDG_CONFIG_HOME"]) / "nia" / "AGENTS.md"
+    global_agents.parent.mkdir(parents=True, exist_ok=True)
+    global_agents.write_text("GLOBAL-SAYS: answer in French.\n")
+    sid = turn(claude, "first")
+    sent = last_request(server)
+    assert sent.count("GLOBAL-SAYS: answer in French.") == 1  # nia's: Claude Code never loads it
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Claude Code's own copy; nia leaves the project's to it
+    global_agents.write_text("GLOBAL-SAYS: answer in German.\n")
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert told(sent, "Your user-global AGENTS.md instructions changed.") == 1
