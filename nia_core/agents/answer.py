@@ -30,6 +30,7 @@ from nia_core.agents.native import views
 from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
+from nia_core.process import end, guard_exit
 from nia_core.records import record
 
 if TYPE_CHECKING:
@@ -329,7 +330,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
-            os._exit(0)
+            end(0)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
@@ -357,6 +358,7 @@ def main(host: str) -> int:
     from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
 
+    guard_exit()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
@@ -395,4 +397,4 @@ def _leave_stray_threads() -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(0)
+        end(0)

@@ -50,7 +50,7 @@ def _encode_problem(source: ContextSource, value: object) -> str | None:
             encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
         return f"codec could not encode the value: {exc}"
-    oversized = too_large(Observation(source.key, value, "ok"), encoded, max_source_bytes())
+    oversized = too_large(Observation(source.key, value, "ok"), encoded, source.value_limit(max_source_bytes()))
     return oversized.reason if oversized is not None else None
 
 
