@@ -104,6 +104,7 @@ from nia_core.sessions.store import (
     SessionState,
     SessionView,
     Store,
+    joined,
     tail_start,
 )
 from nia_core.sessions.store_errors import (
@@ -767,7 +768,8 @@ class PostgresStore(Transactions, Store):
     ) -> SessionRecord:
         segment_texts = {content_id(text): text for text in segments}
         segment_ids = [content_id(text) for text in segments]
-        baseline_id = content_id("".join(segments))
+        baseline = joined(segments)
+        baseline_id = content_id(baseline)
 
         def work(tx: _Tx) -> SessionRecord:
             session, (next_number, next_seq) = self._swap(
@@ -826,7 +828,7 @@ class PostgresStore(Transactions, Store):
         record = self._run(session_id, "store the new context epoch", work, write=True)
         # Committed: the reads that follow (the same boundary) take the baseline and snapshot from memory rather
         # than reading them back; the segments, not a joined copy (the caller still holds the whole text).
-        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, tuple(segments)))
+        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, baseline))
         self._hold(self._snapshots, content_id(snapshot_manifest(snapshot)[0]), snapshot)
         return record
 
