@@ -642,8 +642,7 @@ class PostgresStore(Transactions, Store):
             return SessionView(state, ())
         entries = [history_entry(session_id, *row) for row in rows]
         if asked.after is not None and asked.after < 0:  # the tail, as asked: nothing held, nothing kept
-            messages = tuple(entry.message for entry in entries)
-            return SessionView(state, tuple(entries), messages, tail=True)
+            return SessionView(state, tuple(entries), tuple(entry.message for entry in entries), tail=True)
         if not isinstance(mark, str) or not isinstance(after, int):
             mark, after = None, 0
         try:

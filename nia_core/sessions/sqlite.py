@@ -619,7 +619,7 @@ class SQLiteStore(Store):
 
     def _history(
         self, conn: sqlite3.Connection, session_id: str, mark: str | None, *, tail: bool
-    ) -> tuple[tuple[HistoryEntry, ...], tuple[Message, ...], bool]:
+    ) -> tuple[Sequence[HistoryEntry], Sequence[Message], bool]:
         """``(entries, messages, only the tail)``: the rows after those validated before under ``mark``, validated.
 
         Without a log for the session, ``tail`` reads only the tail (and keeps nothing).
@@ -632,8 +632,8 @@ class SQLiteStore(Store):
                 " (SELECT max(seq) FROM messages WHERE session_id = ? AND kind = 'assistant') ORDER BY seq",
                 (session_id, session_id),
             ).fetchall()
-            entries = tuple(history_entry(session_id, *row) for row in rows)
-            return entries, tuple(entry.message for entry in entries), True
+            found = tuple(history_entry(session_id, *row) for row in rows)
+            return found, tuple(entry.message for entry in found), True
         while True:
             rows = conn.execute(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",

@@ -184,8 +184,9 @@ class SessionView:
     """A session's state and its durable history (whole, or its tail when asked), read together."""
 
     state: SessionState
-    history: tuple[HistoryEntry, ...]
-    messages: tuple[Message, ...] = field(default=(), compare=False, repr=False)
+    history: Sequence[HistoryEntry]
+    """Immutable: a tuple, or what a store keeps of it (see :class:`~nia_core.sessions.histories.Prefix`)."""
+    messages: Sequence[Message] = field(default=(), compare=False, repr=False)
     """The messages of ``history``, in order (filled in when not given)."""
     tail: bool = False
     """``history`` is only the tail: the last ``assistant`` reply and every message after it (nothing
