@@ -23,12 +23,14 @@ from dataclasses import field
 from typing import TYPE_CHECKING
 
 from nia_core.agents import hook_log
-from nia_core.agents.contract import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
+from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
+from nia_core.agents.native import views
 from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
+from nia_core.process import end, guard_exit
 from nia_core.records import record
 
 if TYPE_CHECKING:
@@ -68,7 +70,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
     entry.host_session, entry.event, entry.source, entry.cwd = hook.session_id, hook.event, hook.source, hook.cwd
-    if hook.event not in EVENTS:
+    if adapter.role(hook.event) is None:
         entry.outcome = "ignored"
         return result
     try:
@@ -89,36 +91,37 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    leave_out = () if deliver else adapter.native_keys(version)
+    native = {} if deliver else views(adapter.native_keys(version), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
         if session.location != str(location.path):
             runtime.move(store, session.id, location)  # the agent changed folders: its context is rebuilt there
         missing: list[str] = []
-        starts = hook.event == "SessionStart" and hook.source in STARTS
+        role = adapter.role(hook.event)
+        starts = role == START and hook.source in adapter.fresh
         if starts and not _answered(adapter, hook, store, session.id, location.root):
-            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
+            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
-            if not starts and not _in_flight(hook, session.id):
+            if not starts and not _in_flight(adapter, hook, session.id):
                 missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
-                report = runtime.start_over(store, session.id, reason=reason, leave_out=leave_out)
+                report = runtime.start_over(store, session.id, reason=reason, narrow=native)
                 entry.warnings.append(
                     f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
                 )
             else:
-                report = runtime.boundary(store, session.id, leave_out=leave_out)
+                report = runtime.boundary(store, session.id, narrow=native)
         _report(adapter, hook, report, missing, location.root, result)
 
 
 def _answered(
     adapter: HostAdapter, hook: HookInput, store: Store, session_id: str, root: os.PathLike[str] | str
 ) -> bool:
-    """Whether a ``SessionStart`` (``compact``) is for a compaction nia already started a new epoch for.
+    """Whether a start hook (``compact``) is for a compaction nia already started a new epoch for.
 
     Codex 0.169.0 compacts before a resumed turn and then runs SessionStart
     ``resume`` and ``compact`` in that order (codex-rs core/src/hook_runtime.rs
@@ -139,17 +142,18 @@ def _answered(
     return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
 
 
-def _in_flight(hook: HookInput, session_id: str) -> bool:
-    """Whether this prompt's turn began with a SessionStart hook whose output is not in the transcript yet.
+def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
+    """Whether this prompt's turn began with a start hook whose output is not in the transcript yet.
 
     Claude Code 2.1.328 writes a resumed turn's SessionStart output to the
-    transcript only after the prompt's hook has run, so checking for it then
-    would wrongly re-send it. A SessionStart's own check covers the turn before.
+    transcript only after the prompt's hook has run
+    (:attr:`HostAdapter.start_recorded_late`), so checking for it then would
+    wrongly re-send it. The start hook's own check covers the turn before.
     """
-    if hook.event != "UserPromptSubmit":
+    if not adapter.start_recorded_late or adapter.role(hook.event) != PROMPT:
         return False
     previous = hook_log.last_entry(session_id)
-    return previous is not None and previous.get("event") == "SessionStart"
+    return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
 def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
@@ -285,7 +289,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
-            os._exit(0)
+            end(0)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
@@ -313,6 +317,7 @@ def main(host: str) -> int:
     from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
 
+    guard_exit()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
@@ -351,4 +356,4 @@ def _leave_stray_threads() -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(0)
+        end(0)

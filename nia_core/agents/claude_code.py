@@ -12,7 +12,19 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
   2 KB preview and a path under ``~/.claude``; exactly 10,000 passes whole.
 - It loads ``AGENTS.md`` and ``CLAUDE.md`` into every session itself, and after
   an edit appends a whole new copy at the next turn.
+- Hooks are read from ``<project>/.claude/settings.json`` (committed),
+  ``<project>/.claude/settings.local.json`` (personal, git-ignored) and
+  ``~/.claude/settings.json`` (``CLAUDE_CONFIG_DIR`` moves that folder); all run.
 - Its transcript lines carry ``"version": "2.1.328"``.
+- It writes a resumed turn's SessionStart output to the transcript only after
+  the prompt's UserPromptSubmit hook ran.
+- At the start of a conversation it adds its own git status, "a snapshot in
+  time" that "will not update during the conversation". The setting
+  ``"includeGitInstructions": false`` (``CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS``)
+  leaves it out, with the built-in commit and pull-request instructions
+  (read in the 2.1.328 binary: the git status is fetched only when
+  ``includeGitInstructions`` is not false; checked with the binary in
+  ``tests/real_agents``).
 - What a hook added for the model is a line of its own:
   ``{"type": "attachment", "attachment": {"type": "hook_additional_context",
   "content": ["TEXT"], "hookEvent": "SessionStart", …}}``; tool results are
@@ -30,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from nia_core.agents.contract import HostAdapter, NativeFiles, characters
+from nia_core.agents.contract import HostAdapter, NativeFiles, SettingsPlaces, characters
 from nia_core.agents.transcript import version_field
 
 
@@ -59,8 +71,17 @@ ADAPTER = HostAdapter(
         ),
     ),
     host_version=lambda path: version_field(path, "version"),
+    settings=SettingsPlaces(
+        project=(".claude", "settings.json"),
+        user_folder=("CLAUDE_CONFIG_DIR", ".claude"),
+        user=("settings.json",),
+        local=(".claude", "settings.local.json"),
+    ),
     compaction='"subtype":"compact_boundary"',
     compaction_recorded_first=False,
+    start_recorded_late=True,
+    git_snapshot_off={"includeGitInstructions": False},
+    git_snapshot_note="it also leaves out Claude Code's built-in commit and pull-request instructions",
     output_marker='"hook_additional_context"',
     hook_outputs=hook_outputs,
 )

@@ -5,7 +5,10 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 ``output_spill.rs``, ``engine/discovery.rs``), then the binary (``tests/real_agents``):
 
 - Hooks run only with ``[features] hooks = true``; they are read from
-  ``$CODEX_HOME/hooks.json`` and ``<project>/.codex/hooks.json``.
+  ``$CODEX_HOME/hooks.json`` and ``<project>/.codex/hooks.json`` (both run
+  when both exist), and only once the user reviewed them (a trust record in
+  ``$CODEX_HOME/config.toml``; a project's ``.codex/`` also needs the project
+  trusted). There is no personal project scope.
 - stdin: ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
   ``model``, ``source`` (SessionStart: ``startup``, ``resume``, ``clear``,
   ``compact``), ``prompt`` and ``turn_id`` (UserPromptSubmit).
@@ -43,9 +46,10 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from nia_core.agents.contract import HostAdapter, NativeFiles, utf8_bytes
+from nia_core.agents.contract import HostAdapter, NativeFiles, SettingsPlaces, Switch, utf8_bytes
 from nia_core.agents.transcript import version_field
 
 HOOK_KIND = "hooks.additional_context"
@@ -70,6 +74,34 @@ def hook_outputs(line: Mapping[str, Any]) -> list[str]:
     ]
 
 
+TRUST_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit"}
+"""How Codex names events in its trust records (codex-rs ``hooks/src/engine/discovery.rs``)."""
+
+
+def trusted(hooks_path: Path, data: Mapping[str, Any], problems: list[str]) -> list[str]:
+    """Events of nia's handlers in ``hooks_path`` that the user reviewed in Codex (its hash is not re-computed).
+
+    Codex persists that review in ``$CODEX_HOME/config.toml`` as
+    ``[hooks.state."<hooks.json path>:<event>:<group>:<handler>"] trusted_hash``
+    (``config_rules.rs``); nia only reads it.
+    """
+    from nia_core.agents.hook_install import handlers, is_nia_command, read_toml, user_file
+
+    states = read_toml(user_file(ADAPTER, "config.toml"), problems).get("hooks", {})
+    states = states.get("state") if isinstance(states, dict) else None
+    if not isinstance(states, dict):
+        return []
+    found = []
+    for event, label in TRUST_LABELS.items():
+        for group_index, handler_index, handler in handlers(ADAPTER, data, event):
+            if not is_nia_command(handler.get("command"), ADAPTER.name):
+                continue
+            suffix = f"{hooks_path}:{label}:{group_index}:{handler_index}"
+            if any(k.endswith(suffix) and isinstance(v, dict) and v.get("trusted_hash") for k, v in states.items()):
+                found.append(event)
+    return list(dict.fromkeys(found))
+
+
 ADAPTER = HostAdapter(
     name="codex",
     title="Codex",
@@ -84,6 +116,18 @@ ADAPTER = HostAdapter(
         ),
     ),
     host_version=lambda path: version_field(path, "cli_version"),
+    settings=SettingsPlaces(
+        project=(".codex", "hooks.json"),
+        user_folder=("CODEX_HOME", ".codex"),
+        user=("hooks.json",),
+    ),
+    switch=Switch(file="config.toml", table="features", key="hooks"),
+    notes=(
+        "Codex runs new hooks only after you review them: start `codex` in this project and approve "
+        "nia's hooks when it asks (nia never records that consent for you). A project's .codex/ "
+        "configuration also needs the project trusted in Codex.",
+    ),
+    trusted=trusted,
     compaction='"type":"compacted"',
     compaction_recorded_first=True,
     output_marker=f'"{HOOK_KIND}"',

@@ -101,13 +101,6 @@ class SettingsFile:
         """The refusal's clause, naming the link on the way that leads out when there is one."""
         return link_out(self.root, self.path, self.edge) or exc.problem
 
-    def read_json(self) -> dict[str, Any] | None:
-        """The file's top-level JSON object; ``None`` when the file does not exist or is blank."""
-        text = self.read_text()
-        if text is None or not text.strip():
-            return None
-        return parse_json_object(text, str(self.path))
-
     # -- writing ---------------------------------------------------------------------
 
     def write(self, text: str) -> None:
@@ -133,14 +126,21 @@ class SettingsFile:
             raise SettingsError(self.path, f"cannot remove it: {exc.strerror or exc}") from None
 
     def remove_folder_if_empty(self) -> bool:
-        """Remove the file's folder when nothing is left in it (a ``.claude`` nia created); whether it went."""
+        """Remove the file's folders that nothing is left in (a ``.claude`` nia created), up to the edge.
+
+        Whether any went. A folder with anything in it stays, and so does every folder above it.
+        """
+        removed = False
         folder = self.path.parent
-        if folder == self.root:
-            return False
-        try:
-            return remove_inside(self.root, folder, folder=True)
-        except OSError:
-            return False
+        while folder != self.root and self.root in folder.parents:
+            try:
+                if not remove_inside(self.root, folder, folder=True):
+                    break
+            except OSError:
+                break
+            removed = True
+            folder = folder.parent
+        return removed
 
 
 def check_json_nesting(text: str, name: str, limit: int = MAX_NESTING) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -114,15 +115,22 @@ class Printer:
         raise NotImplementedError
 
 
-def _display(path: str | Path) -> str:
+def _display(path: str | Path, base: str | None) -> str:
+    """``path`` relative to ``base``, the folder ``nia dev`` started in (it may be deleted while it runs)."""
     try:
-        return str(Path(path).relative_to(Path.cwd()))
+        return str(Path(path).relative_to(base)) if base else str(path)
     except ValueError:
         return str(path)
 
 
 class TextPrinter(Printer):
     """Human-readable output: the baseline once, then one block per change."""
+
+    def __init__(self) -> None:
+        try:
+            self.base: str | None = os.getcwd()
+        except OSError:
+            self.base = None
 
     def baseline(self, session: DevSession, baseline: Baseline) -> None:
         keys = [key for key, _, _ in baseline.generation.spans]
@@ -140,7 +148,7 @@ class TextPrinter(Printer):
     def watching(self, watcher: ChangeWatcher) -> None:
         how = "Polling" if watcher.polling else "Watching"
         if watcher.watching:
-            folders = ", ".join(_display(p) for p in watcher.watching)
+            folders = ", ".join(_display(p, self.base) for p in watcher.watching)
             click.secho(f"\n{how} {folders} for changes (Ctrl-C to stop)", dim=True)
         else:
             click.secho(f"\n{how} for .nia/plugins/ to appear (or pass --plugins-dir) (Ctrl-C to stop)", dim=True)
@@ -153,7 +161,7 @@ class TextPrinter(Printer):
         failed = sorted({e.plugin for e in result.errors if e.plugin})
         what += [f"{', '.join(failed)} failed to reload"] if failed else []
         what += ["config changed"] if not what and any(e.plugin is None for e in result.errors) else []
-        files = ", ".join(_display(p) for p in result.paths[:3]) + (" ..." if len(result.paths) > 3 else "")
+        files = ", ".join(_display(p, self.base) for p in result.paths[:3]) + (" ..." if len(result.paths) > 3 else "")
         head = f"\n[{stamp}] {files or 'check'}"
         click.secho(f"{head}: {'; '.join(what) or 'no plugin code changed'} ({result.seconds * 1000:.0f} ms)", dim=True)
         for error in result.errors:

@@ -34,6 +34,10 @@ class StreamAssembler(ABC):
         """
         return None
 
+    def whole(self) -> bool:
+        """Whether the reply is complete already, so nothing after this event is read (``False``: read to the end)."""
+        return False
+
 
 class RemoteProvider(ABC):
     """A provider behind an HTTP API. Subclasses say how to lower, where to send, how to read."""
@@ -124,7 +128,9 @@ class RemoteProvider(ABC):
             def feed(event: ServerSentEvent) -> None:
                 _shaped(endpoint, lambda: assembler.feed(event))
 
-            self.client.post_stream(endpoint, encode_parts(self.streaming_body(body)), feed, assembler.incomplete)
+            self.client.post_stream(
+                endpoint, encode_parts(self.streaming_body(body)), feed, assembler.incomplete, assembler.whole
+            )
             reply = _shaped(endpoint, assembler.reply)
         declared = self.declared_tools(body)
         undeclared = tuple(call.id for call in reply.tool_calls if call.name not in declared)

@@ -162,11 +162,14 @@ class HttpClient:
         body: Body,
         on_event: Callable[[ServerSentEvent], None],
         incomplete: Callable[[], str | None] = lambda: None,
+        whole: Callable[[], bool] = lambda: False,
     ) -> None:
         """POST ``body`` and feed each server-sent event to ``on_event`` as it arrives.
 
         ``incomplete`` says, once the body has ended, why the stream is not a
-        whole reply by its protocol (``None`` when it is). A stream cut short,
+        whole reply by its protocol (``None`` when it is); ``whole`` says the
+        reply is complete already, and reading stops there (as the SDKs stop at
+        ``[DONE]``: a trickle after it cannot hold the call). A stream cut short,
         at the transport or by its protocol, is retried only when no event has
         been delivered yet; after that it is an error, never a reply.
         """
@@ -185,6 +188,8 @@ class HttpClient:
                 for event in iter_events(response.lines(self.limits.line), self.limits.event, endpoint):
                     on_event(event)
                     delivered = True
+                    if whole():
+                        break
             except HttpFailure as exc:
                 failure = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
                 if exc.retryable and not delivered:

@@ -265,6 +265,11 @@ CUT_OFF = (
 """nia's answer to a call the output token limit cut."""
 
 
+TOOLLESS_PROVIDERS = frozenset({"openai-chat", "anthropic-messages"})
+"""Built-in providers whose requests declare no tool (nia sends no ``tools``): every call in their replies
+is undeclared, whatever the stored record says."""
+
+
 def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) -> list[Message]:
     """The results nia owes the last reply: one per call nothing can run that has no result, stored or pending.
 
@@ -278,7 +283,12 @@ def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) ->
         if entry.message.kind != "assistant":
             continue
         record = entry.reply
-        if record is None or not (record.undeclared_calls or record.cut_calls):
+        if record is None or not entry.message.tool_calls:
+            return []
+        undeclared = set(record.undeclared_calls)
+        if record.model.partition("/")[0] in TOOLLESS_PROVIDERS:  # also a reply stored before nia recorded them
+            undeclared.update(call.id for call in entry.message.tool_calls)
+        if not (undeclared or record.cut_calls):
             return []
         later = [*(e.message for e in history[index + 1 :]), *pending]
         answered = {m.tool_call_id for m in later if m.kind == "tool_result"}
@@ -288,7 +298,7 @@ def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) ->
                 continue
             if call.id in record.cut_calls:
                 text = CUT_OFF
-            elif call.id in record.undeclared_calls:
+            elif call.id in undeclared:
                 text = NOT_OFFERED.format(name=call.name)
             else:
                 continue

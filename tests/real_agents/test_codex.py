@@ -216,3 +216,17 @@ def test_clear_and_compact_in_a_live_session_start_new_epochs(project, agent_hom
         ("SessionStart", "clear", "initialized", 1),
         ("UserPromptSubmit", "", "unchanged", 1),
     ]
+
+
+def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(codex, project, server):
+    import os
+    from pathlib import Path
+
+    global_agents = Path(os.environ["XDG_CONFIG_HOME"]) / "nia" / "AGENTS.md"
+    global_agents.parent.mkdir(parents=True, exist_ok=True)
+    global_agents.write_text("GLOBAL-SAYS: answer in French.\n")
+    turn = codex.turn("first")
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    sent = request_text(server.model_requests()[-1].body)
+    assert sent.count("GLOBAL-SAYS: answer in French.") == 1  # nia's: Codex never loads it
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Codex's own copy; nia leaves the project's to it

@@ -1,4 +1,4 @@
-"""The ``nia`` command line."""
+"""The ``nia`` command line: the table of built-in commands and the root group."""
 
 from __future__ import annotations
 
