@@ -32,6 +32,7 @@ from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
 from nia_core.records import record
+from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -359,6 +360,7 @@ def main(host: str) -> int:
     from nia_core.runtime import Runtime
 
     guard_exit()
+    guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
