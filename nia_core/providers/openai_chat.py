@@ -310,6 +310,9 @@ class _ChatStream(StreamAssembler):
                     call["name"] = function["name"]
                 call["arguments"] += function.get("arguments") or ""
 
+    def whole(self) -> bool:
+        return self.incomplete() is None
+
     def incomplete(self) -> str | None:
         if self.done or (self.finished and self.usage is not None):
             return None

@@ -429,3 +429,25 @@ def test_a_session_stuck_by_an_older_nia_on_an_undeclared_call_goes_on(project, 
     assert sendable(body) == []
     assert [m["role"] for m in body["messages"][-3:]] == ["assistant", "tool", "user"]
     assert nia("db", "check").exit_code == 0
+
+
+SYNTHETIC = (
+    b'data: {"id":"synthetic","object":"chat.completion.chunk","created":0,"model":"synthetic",'
+    b'"choices":[{"index":0,"delta":{"content":"hello"}}]}\n\ndata: [DONE]\n\n'
+)
+"""The OpenAI SDK's own stream in tests/test_streaming.py, whose trailer it then trickles a byte at a time."""
+
+
+@pytest.mark.parametrize("make", [OpenAIChatProvider, AnthropicMessagesProvider])
+def test_a_whole_reply_followed_by_a_trickle_is_the_reply_not_a_deadline(raw, make):
+    if make is OpenAIChatProvider:
+        body = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        prefix, text = body + b"%x\r\n%s\r\n0\r\nX-Synthetic: " % (len(SYNTHETIC), SYNTHETIC), "hello"
+    else:
+        prefix, text = STREAM_HEAD + b"\r\n" + anthropic("basic_response") + b"\n\n", BASIC_TEXT
+    raw.default = trickle(raw, prefix, b"a" if make is OpenAIChatProvider else b":\n")
+    base = f"{raw.url}/v1" if make is OpenAIChatProvider else raw.url
+    provider = make.from_config({"base_url": base, "api_key": API_KEY, "deadline": 1}, environ={})
+    model = GPT if make is OpenAIChatProvider else CLAUDE
+    reply = provider.send(ModelRequest("s", model, "Be brief.", (Message("user", "Hi"),)), stream=lambda _t: None)
+    assert reply.text == text, "the trickle after the reply's end is not read: the 1s deadline never comes"
