@@ -501,3 +501,28 @@ def test_a_socket_or_folder_of_another_user_is_refused(world):
     os.chown(path, 0, 0)
     world.run("s", "UserPromptSubmit")
     assert world.log()[-1]["answered_by"] == "resident" and world.residents()[0]["pid"] == resident["pid"]
+
+
+def test_a_resident_refuses_a_hook_of_another_version_or_environment(world):
+    """The socket's name is only a digest: the resident compares the whole scope it is sent with its own."""
+    resident = world.started()
+    path = next(_socket_folder(world).glob("*.sock"))
+    probe = (
+        "import json, socket, sys\n"
+        "from nia_core.resident import scope\n"
+        "found = scope.scope(None)\n"
+        "found['nia'] = '0.0.1'\n"
+        "request = {'scope': found, 'per_hook': {}, 'host': 'claude-code', 'input': sys.argv[2], 'wait': 5}\n"
+        "with socket.socket(socket.AF_UNIX) as conn:\n"
+        "    conn.connect(sys.argv[1])\n"
+        "    conn.sendall(json.dumps(request).encode())\n"
+        "    conn.shutdown(socket.SHUT_WR)\n"
+        "    print(conn.makefile().read())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(path), world.payload("s", "SessionStart", "startup")],
+        capture_output=True, text=True, env=world.env, cwd=world.root, timeout=60,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == {"refused": "the resident process serves another environment"}
+    assert [e for e in world.log() if e["host_session"] == "s"] == []  # nothing was answered, nothing admitted
+    assert world.residents()[0]["pid"] == resident["pid"]
