@@ -15,6 +15,7 @@ hook that would outlive :data:`DEADLINE` seconds.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -61,8 +62,12 @@ def deadline() -> float:
         return DEADLINE
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
-    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises."""
+def run(adapter: HostAdapter, data: bytes, runtime: Runtime, *, parent_pid: int | None = None) -> HookRun:
+    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
+
+    ``parent_pid``: the process that started the hook (default: this process's parent), for a process that
+    answers for a hook it is not (the resident process).
+    """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
@@ -70,6 +75,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
     except HostInputError as exc:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
+    hook = dataclasses.replace(hook, parent_pid=os.getppid() if parent_pid is None else parent_pid)
     entry.host_session, entry.event, entry.source, entry.cwd = hook.session_id, hook.event, hook.source, hook.cwd
     if adapter.role(hook.event) is None:
         entry.outcome = "ignored"

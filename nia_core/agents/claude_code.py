@@ -45,7 +45,6 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,7 +81,7 @@ def fork_parent(hook: HookInput) -> str | None:
                 found = line
         if found:
             return found
-    return _forked_by_command_line()
+    return _forked_by_command_line(hook.parent_pid)
 
 
 def _request_session(line: Mapping[str, Any]) -> list[str]:
@@ -90,9 +89,9 @@ def _request_session(line: Mapping[str, Any]) -> list[str]:
     return [value] if line.get("type") == "assistant" and isinstance(value, str) and value else []
 
 
-def _forked_by_command_line(levels: int = 4) -> str | None:
-    """The ``--resume`` id of the ``claude --fork-session`` process this hook runs under (Linux), else ``None``."""
-    pid = os.getppid()
+def _forked_by_command_line(pid: int, levels: int = 4) -> str | None:
+    """The ``--resume`` id of the ``claude --fork-session`` process the hook runs under, from the hook's parent
+    ``pid`` up (Linux), else ``None``."""
     for _ in range(levels):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:

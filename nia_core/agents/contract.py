@@ -39,6 +39,9 @@ class HookInput:
     """SessionStart only: ``startup``, ``resume``, ``clear``, ``compact``, ``fork``."""
     transcript_path: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    parent_pid: int = 0
+    """The process that started the hook (the agent, or a shell it started): its command line may say what the
+    input does not. The hook's own parent, also when a resident process answers for it (``0``: not known)."""
 
 
 @record(frozen=True)

@@ -116,6 +116,7 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
     request = {
         "scope": found,
         "per_hook": scope.per_hook(),
+        "parent_pid": os.getppid(),
         "host": host,
         "input": data.decode("utf-8", "surrogateescape"),
         "wait": wait,

@@ -232,7 +232,10 @@ class Resident:
         if request.get("scope") != self.scope:
             return {"refused": "the resident process serves another environment"}
         host, data, per_hook = request.get("host"), request.get("input"), request.get("per_hook")
+        parent = request.get("parent_pid")
         if not isinstance(host, str) or not isinstance(data, str) or not isinstance(per_hook, dict):
+            return {"refused": "not a hook request"}
+        if not isinstance(parent, int) or isinstance(parent, bool):
             return {"refused": "not a hook request"}
         if not self.answering.acquire(timeout=BUSY):
             return {"refused": f"the resident process was busy for {BUSY:g}s"}
@@ -241,11 +244,11 @@ class Resident:
             if changed:
                 self.end(f"{changed} changed")
                 return {"refused": f"nia's code changed ({changed}); a new resident process starts", "start": True}
-            return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook)
+            return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook, parent)
         finally:
             self.answering.release()
 
-    def _answer(self, host: str, data: bytes, per_hook: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
         from nia_core.agents import adapter
         from nia_core.agents.answer import emit, run, stdout_to_stderr
         from nia_core.agents.contract import HostInputError
@@ -283,7 +286,7 @@ class Resident:
         answer = io.StringIO()
         with _captured() as stderr:
             with stdout_to_stderr():
-                result = run(door, data, self.runtime)
+                result = run(door, data, self.runtime, parent_pid=parent)  # the hook's parent, not this process's
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
