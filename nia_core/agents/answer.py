@@ -137,7 +137,7 @@ def _answered(
     if epoch is None:
         return False
     outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
-    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
+    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root), adapter.recorded, adapter.joins)
 
 
 def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
@@ -175,8 +175,9 @@ def _missing(
     the host lost (a crash, dropped output); every text of the epoch is
     looked for, however many, and nothing else in the transcript is. Only
     the transcript after its last compaction record counts (the model sees
-    nothing before it). The flag says none of the texts is there: the epoch
-    is gone. Without a readable transcript nothing is concluded.
+    nothing before it but what that record kept). The flag says the epoch is
+    gone: none of its texts is there, or a compaction kept some of them but
+    not the baseline. Without a readable transcript nothing is concluded.
     """
     transcript = Transcript.open(transcript_path, adapter.compaction)
     if transcript is None:
@@ -195,10 +196,16 @@ def _missing(
     if not texts:
         return [], False
     printer = _printer(adapter, root)
-    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+
+    def found_in(whole: bool) -> set[int]:
+        outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
+        return delivered(texts, outputs, printer, adapter.recorded, adapter.joins)
+
+    found = found_in(False)
     if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
-        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
-    if not found:
+        found |= found_in(True)
+    if not found or (transcript.compacted and 0 not in found):
+        # A compaction that kept the newest turns (Gemini CLI, Qwen Code) can leave updates without their baseline.
         return list(texts), True
     return texts[max(found) + 1 :], False
 

@@ -88,6 +88,8 @@ class HookFormat:
     ``False``: ``{"hooks": {EVENT: [HANDLER]}}``."""
     command_key: str = "command"
     timeout_key: str = "timeout"
+    timeout_scale: int = 1
+    """The host's timeout unit per second: 1 for seconds, 1000 for milliseconds (Gemini CLI)."""
     handler: Mapping[str, Any] = field(default_factory=lambda: {"type": "command"})
     """The handler's other members, before the command."""
     top: Mapping[str, Any] = field(default_factory=dict)
@@ -146,6 +148,9 @@ class HostAdapter:
     trusted: Callable[[Path, Mapping[str, Any], list[str]], list[str]] | None = None
     """For ``nia hook status``: the events of nia's entries (in the hooks file at the path, already read) that
     the host has recorded the user's trust for; problems reading the host's record are appended to the list."""
+    trust_said: tuple[str, str] = ("hooks reviewed", "hooks not reviewed yet: approve them in {name}")
+    """What ``nia hook status`` says when the host trusts all of nia's entries, and when it does not
+    (``{name}``: the host's command name)."""
     compaction: str = ""
     """A regular expression for the record a compaction leaves in the host's transcript: the model sees
     nothing written before the last one (``""``: the host's compactions are not recognised)."""
@@ -162,7 +167,16 @@ class HostAdapter:
 
     Only this counts as delivered: tool results and file contents (which the
     repository controls) are other records, so nia's text quoted inside them
-    proves nothing."""
+    proves nothing. A compaction record that keeps part of the conversation
+    (Gemini CLI's history snapshot) yields the hook outputs it kept."""
+    recorded: Callable[[str], str] = lambda text: text
+    """What the host makes of a hook's text before the model (and its transcript) gets it: the text itself, or
+    :func:`escape_angles` for hosts that turn ``<`` and ``>`` into ``&lt;`` and ``&gt;`` (Gemini CLI, Qwen Code).
+    The fidelity check compares nia's texts in that form."""
+    joins: str = ""
+    """The separator a host puts between the texts of several hooks of one event when it records them as one
+    output (Gemini CLI and Qwen Code: a newline); ``""`` when each hook's output is its own record. nia's text
+    then counts as delivered when it is one of those texts, whole, between separators."""
 
     def role(self, event: str) -> str | None:
         """:data:`START`, :data:`PROMPT`, or ``None`` for an event nia does not answer."""
@@ -230,6 +244,12 @@ def _clean_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def escape_angles(text: str) -> str:
+    """``<`` and ``>`` as ``&lt;`` and ``&gt;``, and nothing else (``&`` stays): what Gemini CLI and Qwen Code do
+    to a hook's text before the model sees it."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def characters(text: str) -> int:
