@@ -5,12 +5,15 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import pkgutil
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import nia_core
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = {
@@ -109,12 +112,17 @@ def test_internal_packages_say_so(package):
     assert "Internal: not part of nia's public API" in doc
 
 
-def test_an_exported_function_named_like_its_module_stays_the_function():
-    """``nia_core.project.locate`` is a module and the function it exports: importing the module first is no matter."""
-    code = (
-        "import nia_core.project.locate, nia_core.runtime\n"
-        "from nia_core.project import locate\n"
-        "print(callable(locate), callable(nia_core.runtime.locate))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.split() == ["True", "True"]
+def test_no_exported_name_is_also_a_module_of_its_package():
+    """Python binds a submodule to its package's attribute of the same name once it is imported, so an exported
+    function named like its own module (``project/locate.py`` exporting ``locate``) turns into the module for
+    every later ``from package import name``."""
+    clashes = []
+    for info in pkgutil.walk_packages(nia_core.__path__, "nia_core."):
+        if not info.ispkg or info.name.startswith("nia_core.templates"):
+            continue
+        package = importlib.import_module(info.name)
+        modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        clashes += [f"{info.name}.{name}" for name in getattr(package, "__all__", ()) if name in modules]
+    modules = {m.name for m in pkgutil.iter_modules(nia_core.__path__)}
+    clashes += [f"nia_core.{name}" for name in nia_core.__all__ if name in modules]
+    assert clashes == []

@@ -26,10 +26,13 @@ from nia_core.agents import hook_log
 from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
+from nia_core.agents.native import views
 from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
+from nia_core.process import end, guard_exit
 from nia_core.records import record
+from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -89,7 +92,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    leave_out = () if deliver else adapter.native_keys(version)
+    native = {} if deliver else views(adapter.native_keys(version), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -98,22 +101,61 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         missing: list[str] = []
         role = adapter.role(hook.event)
         starts = role == START and hook.source in adapter.fresh
+        forked = _fork(adapter, hook, runtime, store, session.id, entry)
+        if forked == "waiting":
+            entry.outcome = "fork-waiting"
+            return
         if starts and not _answered(adapter, hook, store, session.id, location.root):
-            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
+            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
-            if not starts and not _in_flight(adapter, hook, session.id):
+            if not starts and forked != "continued" and not _in_flight(adapter, hook, session.id):
                 missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
-                report = runtime.start_over(store, session.id, reason=reason, leave_out=leave_out)
+                report = runtime.start_over(store, session.id, reason=reason, narrow=native)
                 entry.warnings.append(
                     f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
                 )
             else:
-                report = runtime.boundary(store, session.id, leave_out=leave_out)
+                report = runtime.boundary(store, session.id, narrow=native)
         _report(adapter, hook, report, missing, location.root, result)
+        if forked == "continued":
+            entry.outcome = f"forked+{entry.outcome}"
+
+
+def _fork(
+    adapter: HostAdapter, hook: HookInput, runtime: Runtime, store: Store, session_id: str, entry: hook_log.Entry
+) -> str:
+    """A fork continues the epoch of the conversation it copies: ``continued``, ``waiting`` or ``''``.
+
+    The fork's model has the parent's whole conversation, nia's baseline and
+    updates included; a new baseline would be a second, stale one in every
+    later request. So the fork's attached session copies the parent's epoch
+    and the boundary that follows says only what changed since (``continued``).
+    A host that names the parent only after the fork's first turn
+    (:attr:`HostAdapter.fork_recorded_late`) may not say yet: then nothing is
+    said to the fork (``waiting``) until a hook of it can tell, rather than a
+    baseline. A fork whose parent nia never attached to starts as usual ('').
+    """
+    role = adapter.role(hook.event)
+    fork_start = role == START and hook.source in adapter.forks
+    if not fork_start and not _waiting_fork(session_id):
+        return ""
+    if store.state(session_id).epoch is not None:
+        return ""
+    parent = adapter.fork_parent(hook)
+    if parent is not None and runtime.continue_fork(store, adapter.name, parent, session_id):
+        return "continued"
+    if parent is None and adapter.fork_recorded_late and Transcript.open(hook.transcript_path) is None:
+        return "waiting"
+    return ""
+
+
+def _waiting_fork(session_id: str) -> bool:
+    previous = hook_log.last_entry(session_id)
+    return previous is not None and previous.get("outcome") == "fork-waiting"
 
 
 def _answered(
@@ -130,7 +172,8 @@ def _answered(
     """
     if hook.source != "compact" or not adapter.compaction or not adapter.compaction_recorded_first:
         return False
-    transcript = Transcript.open(hook.transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(hook.transcript_path) if hook.transcript_path else ()
+    transcript = Transcript.open(hook.transcript_path, adapter.compaction, ancestors)
     if transcript is None or not transcript.is_compacted():
         return False
     epoch = store.state(session_id).epoch
@@ -179,7 +222,8 @@ def _missing(
     gone: none of its texts is there, or a compaction kept some of them but
     not the baseline. Without a readable transcript nothing is concluded.
     """
-    transcript = Transcript.open(transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
+    transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
     if transcript is None:
         return [], False
     state = store.state(session_id)
@@ -294,7 +338,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
-            os._exit(0)
+            end(0)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
@@ -322,6 +366,8 @@ def main(host: str) -> int:
     from nia_core.lazylog import when_imported
     from nia_core.runtime import Runtime
 
+    guard_exit()
+    guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
@@ -360,4 +406,4 @@ def _leave_stray_threads() -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        os._exit(0)
+        end(0)

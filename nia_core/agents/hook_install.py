@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +67,48 @@ def is_nia_command(command: object, host: str, program: str | None = None) -> bo
     if len(words) != 3 or words[1:] != ["hook", host]:
         return False
     return os.path.basename(words[0]) in PROGRAM_NAMES or (program is not None and words[0] == program)
+
+
+def this_program() -> str:
+    """The absolute path of this installation's ``nia``: what the host should run, whatever its ``PATH``.
+
+    The script that is running (``sys.argv[0]`` named ``nia``), else the one
+    beside this interpreter (its virtualenv's ``bin``), else the first on
+    ``PATH``; ``nia`` when there is none to name.
+    """
+    candidates = [sys.argv[0] if sys.argv else "", os.path.join(os.path.dirname(sys.executable), "nia")]
+    for candidate in candidates:
+        if os.path.basename(candidate) in PROGRAM_NAMES and os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+    found = shutil.which("nia")
+    return os.path.abspath(found) if found else "nia"
+
+
+def resolve_program(command: str) -> str | None:
+    """The file a hook command's program is, as a shell on this ``PATH`` would find it; ``None`` if none."""
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return None
+    if os.sep in program:
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    return shutil.which(program)
+
+
+def program_problem(command: str) -> str:
+    """What is wrong with the program of one of nia's hook commands ('' when it runs this nia)."""
+    runs = resolve_program(command)
+    program = shlex.split(command)[0]
+    if runs is None:
+        return (
+            f"its command does not resolve: {program!r} is not "
+            + ("an executable file" if os.sep in program else "on PATH")
+            + "; every hook fails silently (install again: nia writes this nia's absolute path)"
+        )
+    mine = this_program()
+    if os.path.realpath(runs) != os.path.realpath(mine):
+        return f"its command runs {runs}, another nia than this one ({mine})"
+    return ""
 
 
 # -- where the files are ---------------------------------------------------------------------------
@@ -176,12 +220,22 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
 
 
-def install(adapter: HostAdapter, scope: Scope, root: Path, *, program: str = "nia") -> Outcome:
-    """Add nia's handler for each of ``adapter``'s events (idempotent; an entry with another program is updated)."""
+def install(
+    adapter: HostAdapter, scope: Scope, root: Path, *, program: str = "nia", no_git_snapshot: bool = False
+) -> Outcome:
+    """Add nia's handler for each of ``adapter``'s events (idempotent; an entry with another program is updated).
+
+    ``no_git_snapshot``: also set the host's members that leave out its own
+    git status snapshot (:attr:`HostAdapter.git_snapshot_off`); nia records
+    which it set, so uninstall takes back only those.
+    """
     outcome = Outcome()
     settings = hooks_file(adapter, scope, root)
     path = settings.path
     text, data, _ = _read(settings)
+    if no_git_snapshot and adapter.git_snapshot_off is None:
+        raise SettingsError(adapter.title, "has no setting that leaves out its own git status")
+    ledger = _Ledger.read() if no_git_snapshot else None
     switch = switch_file(adapter, scope, root)
     document = _toml_document(switch) if switch is not None else None  # everything is read before any write
     hooks = data.get("hooks")
@@ -216,9 +270,25 @@ def install(adapter: HostAdapter, scope: Scope, root: Path, *, program: str = "n
         else:
             text = json_text.append(text, ("hooks",), [_entry(adapter, command)], name=event)
         changed.append(event)
-    if changed:
+    said = [f"nia's {', '.join(dict.fromkeys(changed))} hooks"] if changed else []
+    owned: dict[str, Any] = {}
+    if ledger is not None and adapter.git_snapshot_off is not None:
+        for key, value in adapter.git_snapshot_off.items():
+            if key not in data:
+                text = json_text.append(text, (), value, name=key)
+                owned[key] = value
+                said.append(f"{json.dumps(key)}: {json.dumps(value)} ({adapter.title}'s own git status left out)")
+            elif data[key] != value:
+                text = json_text.replace(text, (key,), value)
+                said.append(f"{json.dumps(key)}: {json.dumps(value)} (was {json.dumps(data[key])})")
+                owned[key] = {"was": data[key]}
+    if said:
+        if owned and ledger is not None:
+            ledger.record(path, owned)  # before the write: a crash between leaves a record, never an orphan
         settings.write(text)
-        outcome.changes.append(Change(path, f"nia's {', '.join(dict.fromkeys(changed))} hooks"))
+        outcome.changes.append(Change(path, "; ".join(said)))
+        if owned and adapter.git_snapshot_note:
+            outcome.notes.append(f"Leaving out {adapter.title}'s git status: {adapter.git_snapshot_note}.")
     if switch is not None and document is not None:
         _switch_on(adapter, switch, document, outcome)
     outcome.notes.extend(adapter.notes)
@@ -236,6 +306,18 @@ def uninstall(adapter: HostAdapter, scope: Scope, root: Path, *, program: str | 
     if exists and data.get("hooks") is not None and not isinstance(data.get("hooks"), dict):
         raise SettingsError(path, "'hooks' is not an object; nothing was changed")
     removed: list[str] = []
+    ledger = _Ledger.read()
+    owned = ledger.owned(path)
+    for key, value in owned.items():  # what nia set for the host's git status, if it is still as nia set it
+        expected = adapter.git_snapshot_off.get(key) if adapter.git_snapshot_off else None
+        if key not in data or data[key] != expected:
+            continue
+        if isinstance(value, dict) and "was" in value:
+            text = json_text.replace(text, (key,), value["was"])
+        else:
+            text = json_text.remove(text, (key,))
+        data = json.loads(text)
+        removed.append(key)
     while True:
         found = next(
             (
@@ -253,16 +335,18 @@ def uninstall(adapter: HostAdapter, scope: Scope, root: Path, *, program: str | 
         data = json.loads(text)
         removed.append(event)
     if removed:
-        if not data.get("hooks"):
+        if "hooks" in data and not data["hooks"]:
             text = json_text.remove(text, ("hooks",))
             data = json.loads(text)
         if all(key in adapter.format.top and data[key] == adapter.format.top[key] for key in data):
             settings.remove()  # nothing of the user's is left: the file was nia's
             settings.remove_folder_if_empty()
-            outcome.changes.append(Change(path, "removed (nia's hooks were all it held)"))
+            outcome.changes.append(Change(path, "removed (nia's entries were all it held)"))
         else:
             settings.write(text)
-            outcome.changes.append(Change(path, f"removed nia's {', '.join(dict.fromkeys(removed))} hooks"))
+            outcome.changes.append(Change(path, f"removed nia's {', '.join(dict.fromkeys(removed))}"))
+        if owned:
+            ledger.forget(path)
     if switch is not None and document is not None and not data.get("hooks"):
         _switch_off(adapter, switch, document, outcome)
     return outcome
@@ -278,6 +362,55 @@ def _remove_handler(adapter: HostAdapter, text: str, data: Mapping[str, Any], ev
     if not after["hooks"][event]:
         text = json_text.remove(text, ("hooks", event))
     return text
+
+
+class _Ledger:
+    """What nia set in a host's settings besides its hooks (``--no-host-git-status``), so uninstall undoes only that.
+
+    JSON settings carry no comments to mark nia's members, so nia keeps the
+    record in its own state folder (``$XDG_STATE_HOME/nia/hook-settings.json``),
+    read and written as every file nia keeps for itself
+    (:func:`nia_core.files.read_private`): the current user's alone, bounded.
+    """
+
+    NAME = "hook-settings.json"
+
+    def __init__(self, entries: dict[str, dict[str, Any]]) -> None:
+        self.entries = entries
+
+    @staticmethod
+    def folder() -> str:
+        state = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+        return os.path.join(state, "nia")
+
+    @classmethod
+    def read(cls) -> _Ledger:
+        from nia_core.files import read_private
+
+        try:
+            data = json.loads(read_private(cls.folder(), cls.NAME))
+        except (OSError, ValueError):
+            return cls({})
+        return cls({k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {})
+
+    def owned(self, path: Path) -> dict[str, Any]:
+        return dict(self.entries.get(str(path), {}))
+
+    def record(self, path: Path, members: dict[str, Any]) -> None:
+        self.entries[str(path)] = {**self.entries.get(str(path), {}), **members}
+        self._write()
+
+    def forget(self, path: Path) -> None:
+        if self.entries.pop(str(path), None) is not None:
+            self._write()
+
+    def _write(self) -> None:
+        from nia_core.files import write_private
+
+        try:
+            write_private(self.folder(), self.NAME, json.dumps(self.entries, indent=1).encode())
+        except OSError as exc:
+            raise SettingsError(os.path.join(self.folder(), self.NAME), f"cannot record it: {exc}") from None
 
 
 # -- the switch (Codex's [features] hooks = true) -------------------------------------------------
@@ -362,9 +495,19 @@ class Status:
     """Whether the host's switch is on for this scope (``None``: the host has none)."""
     trusted: list[str] | None = None
     """Events of nia's handlers with a trust record (``None``: the host records none nia can read)."""
+    command: str = ""
+    """The command nia's entries run ('' when none is installed)."""
+    runs: str | None = None
+    """The file that command's program resolves to here (``None``: it does not resolve)."""
+    command_problem: str = ""
+    """Why that command will not run this nia: it does not resolve, or it is another nia."""
 
     def as_json(self) -> dict[str, Any]:
         item: dict[str, Any] = {"host": self.host, "scope": self.scope, "path": str(self.path), "events": self.events}
+        if self.command:
+            item.update(command=self.command, runs=self.runs)
+        if self.command_problem:
+            item["command_problem"] = self.command_problem
         if self.problem:
             item["problem"] = self.problem
         if self.switch is not None:
@@ -384,6 +527,16 @@ def status(adapter: HostAdapter, scope: Scope, root: Path) -> Status:
     except SettingsError as exc:
         problems.append(exc.problem)
     result = Status(adapter.name, scope, settings.path, installed_events(adapter, data))
+    commands = [
+        str(_command(adapter, h))
+        for event in result.events
+        for _, _, h in handlers(adapter, data, event)
+        if is_nia_command(_command(adapter, h), adapter.name)
+    ]
+    if commands:
+        result.command = commands[0]
+        result.runs = resolve_program(result.command)
+        result.command_problem = "; ".join(dict.fromkeys(p for p in map(program_problem, commands) if p))
     if adapter.switch is not None:
         here = switch_file(adapter, scope, root)
         mine = switch_file(adapter, "user", root)

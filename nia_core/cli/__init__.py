@@ -24,14 +24,14 @@ def main() -> None:
             from nia_core.agents.answer import main as hook_main
 
             sys.exit(hook_main(argv[1]))
-    from nia_core.cli.main import main as click_main
+    from nia_core.cli.commands import main as click_main
 
     click_main()
 
 
 def __getattr__(name: str) -> Any:
     if name == "cli":
-        from nia_core.cli.main import cli
+        from nia_core.cli.commands import cli
 
         return cli
     raise AttributeError(f"module 'nia_core.cli' has no attribute {name!r}")

@@ -136,7 +136,10 @@ def read(app: App) -> list[dict[str, Any]] | None:
     """
     if not cache_enabled():
         return None
-    cwd = os.path.realpath(os.getcwd())
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:  # deleted under us: the listing says so
+        return None
     name = cache_name(cwd)
     if app.debug:
         from nia_core.cli.logs import configure_logging
@@ -255,7 +258,10 @@ def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str], sta
     from nia_core.plugin_host import epcache, local_folders
     from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
 
-    cwd = os.path.realpath(os.getcwd())
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        return
     location = app.locate()
     markers = [os.path.join(d, marker) for d in _ancestors(cwd) for marker in (".nia", ".git")]
     kinds = [[path, kind(path)] for path in markers]

@@ -93,14 +93,35 @@ _USER = click.option("--user", "user", is_flag=True, help="Your user settings, f
 @_PROJECT
 @_LOCAL
 @_USER
-@click.option("--program", default="nia", show_default=True, help="How the host should run nia (a path, say).")
+@click.option(
+    "--program",
+    default=None,
+    help="How the host should run nia (default: this installation's absolute path, so the host needs no PATH).",
+)
+@click.option(
+    "--no-host-git-status",
+    "no_git_snapshot",
+    is_flag=True,
+    help="Also switch off the host's own git status snapshot, which never updates (Claude Code: "
+    "includeGitInstructions = false); nia/git's live status stands in for it. Undone by uninstall.",
+)
 @click.pass_context
-def install_command(ctx: click.Context, host: str, project: bool, local: bool, user: bool, program: str) -> None:
+def install_command(
+    ctx: click.Context,
+    host: str,
+    project: bool,
+    local: bool,
+    user: bool,
+    program: str | None,
+    no_git_snapshot: bool,
+) -> None:
     """Add nia's hooks to HOST's settings (idempotent)."""
-    from nia_core.agents.hook_install import install
+    from nia_core.agents.hook_install import install, this_program
 
     chosen = adapter(host)
-    outcome = install(chosen, _scope(chosen, project, local, user), _root(App.of(ctx)), program=program)
+    scope = _scope(chosen, project, local, user)
+    root = _root(App.of(ctx))
+    outcome = install(chosen, scope, root, program=program or this_program(), no_git_snapshot=no_git_snapshot)
     if not outcome.changes:
         click.echo(f"nia's {host} hooks are already installed; nothing changed")
     for change in outcome.changes:
@@ -148,6 +169,8 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         if s.problem:
             line += f"  ({s.problem})"
         click.echo(line)
+        if s.command_problem:
+            click.echo(f"{'':<21} {s.command_problem}")
         if s.events and (s.switch is not None or s.trusted is not None):
             said = []
             switch = adapter(s.host).switch

@@ -13,8 +13,7 @@ import click
 from nia_core.cli.app import App
 from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.errors import UsageError
-
-MISSING_SDK = "nia mcp needs the MCP SDK: pip install 'nia-context[mcp]'"
+from nia_core.mcp import missing_sdk
 
 
 @click.group(invoke_without_command=True)
@@ -76,9 +75,9 @@ def mcp(
     try:
         from nia_core.mcp import run
     except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            raise UsageError(MISSING_SDK) from None
-        raise
+        if (exc.name or "").partition(".")[0] == "nia_core":
+            raise
+        raise UsageError(missing_sdk(exc)) from None
     from nia_core.plugin_host.watch import WatchSettings
 
     options = run.Options(

@@ -170,7 +170,10 @@ def _precedence(paths: Sequence[str]) -> Any:
     """Deterministic order: by ``sys.path`` position (as for imports), then distribution and name."""
     positions: dict[str, int] = {}
     for index, entry in enumerate(paths):
-        positions.setdefault(os.path.abspath(entry or os.curdir), index)
+        try:
+            positions.setdefault(os.path.abspath(entry or os.curdir), index)
+        except OSError:  # a relative entry, and the working directory was deleted: it finds nothing
+            continue
 
     def key(record: EntryPointRecord) -> tuple[int, str, str]:
         folder = os.path.dirname(record.metadata) if record.metadata else ""

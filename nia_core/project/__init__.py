@@ -12,23 +12,17 @@ from typing import TYPE_CHECKING
 
 from nia_core.lazy import lazy_exports
 
-# ``locate`` is both a module of this package and the function it exports. Python binds a submodule to its
-# package's attribute when it first loads it, which would hide the function from ``from nia_core.project
-# import locate`` once anyone imported the module; so it is loaded here, once, and the name bound after it.
-from nia_core.project import locate as _locate_module
-
-locate = _locate_module.locate
-
 if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a project needs no workflow code
+    from nia_core.project.root import locate as locate
     from nia_core.project.toml import read_toml as read_toml
     from nia_core.project.workflow import Workflow as Workflow
     from nia_core.project.workflow import assemble_workflow as assemble_workflow
 
-_lazy, __getattr__, __dir__ = lazy_exports(
+__all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "nia_core.project.root": ("locate",),
         "nia_core.project.toml": ("read_toml",),
         "nia_core.project.workflow": ("Workflow", "assemble_workflow"),
     },
 )
-__all__ = sorted([*_lazy, "locate"])

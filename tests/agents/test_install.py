@@ -34,6 +34,14 @@ def claude_settings(root):
     return root / ".claude" / "settings.json"
 
 
+def this_nia():
+    """The nia the tests run: what an install writes by default (its absolute path)."""
+    import sys
+    from pathlib import Path
+
+    return str(Path(sys.executable).parent / "nia")
+
+
 def nia_commands(data, event, host):
     return [
         h["command"]
@@ -59,8 +67,8 @@ def test_install_claude_code_keeps_every_other_key_and_entry_and_is_idempotent(p
     assert list(data) == ["permissions", "hooks", "model"]  # key order kept
     assert data["hooks"]["PreToolUse"] == [OTHER_HOOK]
     assert data["hooks"]["UserPromptSubmit"][0] == OTHER_HOOK
-    assert nia_commands(data, "UserPromptSubmit", "claude-code") == ["nia hook claude-code"]
-    assert nia_commands(data, "SessionStart", "claude-code") == ["nia hook claude-code"]
+    assert nia_commands(data, "UserPromptSubmit", "claude-code") == [f"{this_nia()} hook claude-code"]
+    assert nia_commands(data, "SessionStart", "claude-code") == [f"{this_nia()} hook claude-code"]
     before = path.read_bytes()
     again = run("hook", "install", "claude-code", "--project", cwd=project)
     assert again.exit_code == 0 and "already installed" in again.output
@@ -87,7 +95,7 @@ def test_install_user_scope_writes_the_user_settings(project, isolated_environme
     # a re-install with another program path updates nia's entry instead of adding a second one
     run("hook", "install", "claude-code", "--user", cwd=project)
     data = json.loads((isolated_environment / ".claude" / "settings.json").read_text())
-    assert nia_commands(data, "SessionStart", "claude-code") == ["nia hook claude-code"]
+    assert nia_commands(data, "SessionStart", "claude-code") == [f"{this_nia()} hook claude-code"]
 
 
 def test_invalid_settings_are_named_and_left_untouched(project):
@@ -115,7 +123,7 @@ def test_install_codex_writes_hooks_json_and_the_feature_flag_keeping_toml_comme
     assert result.exit_code == 0, result.output
     assert "approve" in result.output  # the trust review is the user's
     hooks = json.loads((project / ".codex" / "hooks.json").read_text())
-    assert nia_commands(hooks, "UserPromptSubmit", "codex") == ["nia hook codex"]
+    assert nia_commands(hooks, "UserPromptSubmit", "codex") == [f"{this_nia()} hook codex"]
     text = config.read_text()
     assert text.startswith('# my settings\nmodel = "o3"  # keep me\n')
     assert "web_search = true" in text and "hooks = true" in text
@@ -269,3 +277,70 @@ def test_a_new_command_hook_host_is_one_module_of_facts(project, monkeypatch, tm
     ]
     assert run("hook", "uninstall", "fakehost", cwd=project).exit_code == 0
     assert not (project / ".fakehost").exists()
+
+
+def test_install_writes_this_nias_absolute_path_and_status_says_when_a_command_will_not_run(project, tmp_path):
+    assert run("hook", "install", "claude-code", cwd=project).exit_code == 0
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    mine = next(s for s in status if s["host"] == "claude-code" and s["scope"] == "project")
+    assert mine["command"] == f"{this_nia()} hook claude-code" and mine["runs"] == this_nia()
+    assert "command_problem" not in mine
+
+    assert run("hook", "install", "claude-code", "--program", "/nowhere/bin/nia", cwd=project).exit_code == 0
+    result = run("hook", "status", cwd=project)
+    assert "its command does not resolve: '/nowhere/bin/nia' is not an executable file" in result.output
+
+    other = tmp_path / "other-venv" / "bin" / "nia"
+    other.parent.mkdir(parents=True)
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    assert run("hook", "install", "claude-code", "--program", str(other), cwd=project).exit_code == 0
+    status = json.loads(run("hook", "status", "--json", cwd=project).output)
+    mine = next(s for s in status if s["host"] == "claude-code" and s["scope"] == "project")
+    assert mine["runs"] == str(other) and "another nia than this one" in mine["command_problem"]
+
+
+def test_status_says_when_a_bare_nia_is_not_on_path(project, monkeypatch):
+    assert run("hook", "install", "codex", "--program", "nia", cwd=project).exit_code == 0
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = run("hook", "status", cwd=project)
+    assert "its command does not resolve: 'nia' is not on PATH" in result.output
+
+
+@pytest.mark.parametrize(
+    "original",
+    [
+        '{\n  "model": "opus"\n}\n',
+        '{\n  "includeGitInstructions": true,\n  "model": "opus"\n}\n',
+        "",
+    ],
+)
+def test_the_hosts_own_git_status_is_switched_off_on_request_and_back_by_uninstall(project, original):
+    path = claude_settings(project)
+    if original:
+        path.parent.mkdir()
+        path.write_text(original)
+    result = run("hook", "install", "claude-code", "--no-host-git-status", cwd=project)
+    assert result.exit_code == 0, result.output
+    assert "commit and pull-request instructions" in result.output  # what else it switches off is said
+    assert json.loads(path.read_text())["includeGitInstructions"] is False
+    assert run("hook", "uninstall", "claude-code", cwd=project).exit_code == 0
+    if original:
+        assert path.read_text() == original
+    else:
+        assert not path.exists()
+
+
+def test_a_users_own_git_setting_is_left_alone_by_uninstall(project):
+    path = claude_settings(project)
+    path.parent.mkdir()
+    path.write_text('{"includeGitInstructions": false}\n')
+    assert run("hook", "install", "claude-code", "--no-host-git-status", cwd=project).exit_code == 0
+    assert run("hook", "uninstall", "claude-code", cwd=project).exit_code == 0
+    assert path.read_text() == '{"includeGitInstructions": false}\n'
+
+
+def test_a_host_without_such_a_setting_says_so(project):
+    result = run("hook", "install", "codex", "--no-host-git-status", cwd=project)
+    assert result.exit_code == 2 and "has no setting that leaves out its own git status" in result.output
+    assert not (project / ".codex").exists()
