@@ -147,7 +147,7 @@ ADAPTER = HostAdapter(
     fresh=(),
     trusted=trusted,
     trust_said=(
-        "folder trusted",
+        "Qwen runs them here (folder trust is off, or this folder is trusted)",
         "folder NOT trusted (folder trust is on): trust it in `qwen`, or nia's hooks never run",
     ),
     compaction='"subtype":"chat_compression"',

@@ -66,12 +66,12 @@ class PromptHost:
             handle.write(line(record))
 
 
-def plugin_text(project: Path, text: str) -> None:
-    (project / "rule.txt").write_text(text + "\n")
+def plugin_text(root: Path, text: str) -> None:
+    (root / "rule.txt").write_text(text + "\n")
 
 
 @pytest.mark.parametrize("name", HOSTS)
-def test_the_first_prompt_gets_the_baseline_then_only_deltas(name, project, tmp_path):
+def test_the_first_prompt_gets_the_baseline_then_only_deltas(name, project, tmp_path):  # noqa: F811
     plugin_text(project, "<b>one</b> &lt;kept&gt; & more")  # a literal "&lt;" must survive the host's escaping
     host = PromptHost(name, project, tmp_path / "session.jsonl")
     baseline = host.prompt()
@@ -89,7 +89,7 @@ def test_the_first_prompt_gets_the_baseline_then_only_deltas(name, project, tmp_
 
 
 @pytest.mark.parametrize("name", HOSTS)
-def test_the_agents_md_rule_follows_what_each_host_loads(name, project, tmp_path):
+def test_the_agents_md_rule_follows_what_each_host_loads(name, project, tmp_path):  # noqa: F811
     baseline = PromptHost(name, project, tmp_path / "session.jsonl").prompt()
     assert baseline is not None
     # Gemini CLI loads GEMINI.md, not AGENTS.md: nia says it there. Qwen Code loads AGENTS.md itself.
@@ -98,7 +98,7 @@ def test_the_agents_md_rule_follows_what_each_host_loads(name, project, tmp_path
 
 @pytest.mark.parametrize("name", HOSTS)
 @pytest.mark.parametrize("where", ["before", "after", "between"])
-def test_nias_text_joined_with_another_hooks_text_counts_as_delivered(name, where, project, tmp_path):
+def test_nias_text_joined_with_another_hooks_text_counts_as_delivered(name, where, project, tmp_path):  # noqa: F811
     other = {"before": ("OTHER <hook>", ""), "after": ("", "OTHER <hook>"), "between": ("A\nB", "C")}[where]
     host = PromptHost(name, project, tmp_path / "session.jsonl")
     assert host.prompt(joined=other) is not None
@@ -109,7 +109,7 @@ def test_nias_text_joined_with_another_hooks_text_counts_as_delivered(name, wher
 
 
 @pytest.mark.parametrize("name", HOSTS)
-def test_text_quoted_by_a_file_or_a_tool_does_not_count(name, project, tmp_path):
+def test_text_quoted_by_a_file_or_a_tool_does_not_count(name, project, tmp_path):  # noqa: F811
     host = PromptHost(name, project, tmp_path / "session.jsonl")
     baseline = host.prompt(record=False)  # the host lost it ...
     assert baseline is not None
@@ -119,7 +119,7 @@ def test_text_quoted_by_a_file_or_a_tool_does_not_count(name, project, tmp_path)
     assert [e["epoch"] for e in log()] == [1, 2]
 
 
-def test_a_gemini_snapshot_that_kept_an_update_but_not_the_baseline_starts_a_new_epoch(project, tmp_path):
+def test_a_gemini_snapshot_that_kept_an_update_but_not_the_baseline_starts_a_new_epoch(project, tmp_path):  # noqa: F811
     host = PromptHost("gemini", project, tmp_path / "session.jsonl")
     assert host.prompt() is not None
     plugin_text(project, "two")
@@ -140,7 +140,7 @@ def test_a_gemini_snapshot_that_kept_an_update_but_not_the_baseline_starts_a_new
     ]
 
 
-def test_a_gemini_snapshot_at_a_resumed_start_keeps_the_epoch(project, tmp_path):
+def test_a_gemini_snapshot_at_a_resumed_start_keeps_the_epoch(project, tmp_path):  # noqa: F811
     host = PromptHost("gemini", project, tmp_path / "session.jsonl")
     baseline = host.prompt(record=False)
     assert baseline is not None
@@ -151,7 +151,7 @@ def test_a_gemini_snapshot_at_a_resumed_start_keeps_the_epoch(project, tmp_path)
     assert [e["outcome"] for e in log()] == ["initialized", "unchanged"]
 
 
-def test_a_qwen_compression_that_kept_the_baseline_keeps_the_epoch(project, tmp_path):
+def test_a_qwen_compression_that_kept_the_baseline_keeps_the_epoch(project, tmp_path):  # noqa: F811
     host = PromptHost("qwen-code", project, tmp_path / "session.jsonl")
     baseline = host.prompt()
     assert baseline is not None
@@ -183,7 +183,7 @@ def run(*args: str, cwd: Path) -> object:
         os.chdir(old)
 
 
-def test_install_writes_each_hosts_own_entry_and_uninstall_gives_the_file_back(project):
+def test_install_writes_each_hosts_own_entry_and_uninstall_gives_the_file_back(project):  # noqa: F811
     result = run("hook", "install", "gemini", cwd=project)
     assert result.exit_code == 0, result.output
     assert "trust the folder" in result.output and "never records" in result.output
@@ -232,7 +232,7 @@ def test_install_writes_each_hosts_own_entry_and_uninstall_gives_the_file_back(p
         ({"{root}-other": "TRUST_FOLDER"}, False),
     ],
 )
-def test_status_reads_geminis_trusted_folders(project, tmp_path, monkeypatch, rules, trusted):
+def test_status_reads_geminis_trusted_folders(project, tmp_path, monkeypatch, rules, trusted):  # noqa: F811
     home = tmp_path / "home"
     (home / ".gemini").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
@@ -248,7 +248,7 @@ def test_status_reads_geminis_trusted_folders(project, tmp_path, monkeypatch, ru
 
 
 @pytest.mark.parametrize("enabled", [False, True])
-def test_status_says_qwen_needs_trust_only_when_folder_trust_is_on(project, tmp_path, monkeypatch, enabled):
+def test_status_says_qwen_needs_trust_only_when_folder_trust_is_on(project, tmp_path, monkeypatch, enabled):  # noqa: F811
     home = tmp_path / "home"
     (home / ".qwen").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
