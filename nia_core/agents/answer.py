@@ -92,7 +92,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    native = {} if deliver else views(adapter.native_keys(version), location.root)
+    native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id

@@ -132,6 +132,10 @@ class HostAdapter:
     """The host's version, read from its transcript when it says (``None``: unknown)."""
     settings: SettingsPlaces
     """Where its hook entries live."""
+    instruction_files: Callable[[Path], tuple[str, ...]] | None = None
+    """For a host whose own settings choose the instruction files it loads (Gemini CLI's and Qwen Code's
+    ``context.fileName``): the names it loads in the project at the path. ``native`` entries count only when
+    these name all their files. ``None``: ``native`` says it all."""
     events: Mapping[str, str] = field(default_factory=lambda: {"SessionStart": START, "UserPromptSubmit": PROMPT})
     """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
     fresh: tuple[str, ...] = FRESH
@@ -240,13 +244,19 @@ class HostAdapter:
             payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False)
 
-    def native_keys(self, version: tuple[int, ...] | None) -> tuple[str, ...]:
-        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour)."""
+    def native_keys(self, version: tuple[int, ...] | None, root: Path | None = None) -> tuple[str, ...]:
+        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour) in the
+        project at ``root``: where the host's settings choose its files, only when they name every one."""
         chosen: NativeFiles | None = None
         for entry in self.native:
             if version is None or version >= entry.since:
                 chosen = entry
-        return chosen.source_keys if chosen is not None else ()
+        if chosen is None:
+            return ()
+        loads = self.instruction_files
+        if root is not None and loads is not None and not set(chosen.names) <= set(loads(root)):
+            return ()
+        return chosen.source_keys
 
 
 def _clean_text(value: str) -> bool:
