@@ -49,8 +49,8 @@ from nia_core.agents.transcript import version_field
 OPEN, CLOSE = "<qwen:user-prompt-submit-context>\n", "\n</qwen:user-prompt-submit-context>"
 
 LIMIT = 25_000
-"""Tokens (Qwen's estimate) nia prints at one prompt: a fifth of the smallest window Qwen assumes for a model
-(128k), so its text, re-sent with every later request, never fails a turn; the rest goes to the spill file."""
+"""Tokens (Qwen's estimate) nia prints at one prompt: an eighth of the 200,000 Qwen assumes for a model it does
+not know, so its text, re-sent with every later request, never fails a turn; the rest goes to the spill file."""
 
 
 def tokens(text: str) -> int:
