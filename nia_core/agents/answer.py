@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING
 
@@ -61,12 +61,18 @@ def deadline() -> float:
         return DEADLINE
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
-    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises."""
+def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:
+    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
+
+    A function of its input: the hook's stdin ``data``, and ``caller``, what
+    :attr:`HostAdapter.caller` gathered in the hook's own process about the
+    host process it runs under (gather it there, never where this runs: a
+    resident process has another parent).
+    """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
-        hook = adapter.parse(data)
+        hook = adapter.parse(data, caller)
     except HostInputError as exc:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
@@ -355,8 +361,9 @@ def answer(host: str, runtime: Runtime) -> None:
         data = sys.stdin.buffer.read()
     except OSError:
         data = b""
+    chosen = adapter(host)
     with stdout_to_stderr():
-        result = run(adapter(host), data, runtime)
+        result = run(chosen, data, runtime, chosen.caller())
     emit(result)
     timer.cancel()
 
