@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
 from nia_core.agents.contract import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
@@ -307,18 +307,23 @@ def answer(host: str, runtime: Runtime) -> None:
     timer.cancel()
 
 
-def main(host: str) -> int:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+def main(host: str) -> NoReturn:
+    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
+
+    The process ends through :func:`nia_core.process.end`, as every nia command does: a plugin's thread or
+    ``atexit`` handler never keeps the agent waiting.
+    """
     from nia_core.lazylog import when_imported
+    from nia_core.process import begin, end
     from nia_core.runtime import Runtime
 
+    begin()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
         when_imported(_log_to_stderr)
     answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
+    end(0)
 
 
 def _log_to_stderr() -> None:
@@ -332,22 +337,3 @@ def _log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-
-
-def _leave_stray_threads() -> None:
-    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
-
-    The answer is already on stdout; the watchdog is cancelled by then, so
-    nothing else would end such a process. Only here, in the process's own
-    entry point: an in-process caller's threads are none of the hook's business.
-    """
-    import threading
-
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(0)

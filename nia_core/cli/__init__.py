@@ -21,7 +21,7 @@ def main() -> None:
     if len(argv) == 2 and argv[0] == "hook" and argv[1] in HOOK_HOSTS:
         from nia_core.agents.answer import main as hook_main
 
-        sys.exit(hook_main(argv[1]))
+        hook_main(argv[1])
     from nia_core.cli.main import main as click_main
 
     click_main()
