@@ -1,13 +1,15 @@
 """Boundaries per second on SQLite and PostgreSQL with 1, 4 and 16 concurrent runner processes.
 
-    python bench/bench_boundaries.py [--seconds 3] [--runners 1,4,16] [--turns 40]
+    python bench/bench_boundaries.py [--seconds 4] [--slots 8] [--runners 1,4,16] [--turns 40]
 
 Each runner is a process driving its own session through full turns: the safe
 provider-turn boundary (observe, promote, reconcile), a provider that answers
 at once, and the stored reply; every fourth turn the session's context changes,
 so a mid-conversation system message is admitted. The figure is turns completed
-per second by all runners together, over a fixed wall-clock window after every
-runner has opened its store and run one warm-up turn.
+per second by all runners together, over a fixed time per store after every
+runner has opened its store and run one warm-up turn. The stores take turns in
+short slots (every store's runners are started first; only one store's runners
+turn at a time), so a busy spell of the shared machine hits every store alike.
 
 Stores: SQLite (WAL, one file, the default), PostgreSQL through the pooled
 ``PostgresStore``, and the naive baseline: the same store opening a new
@@ -124,8 +126,11 @@ def open_for(kind: str, url: str) -> Store:
     return store
 
 
-def runner(kind: str, url: str, folder: str, seconds: float, barrier: Any) -> None:
-    """One runner process; writes ``[turns, seconds, last kind]`` or ``["error", message]`` to FOLDER/result.json."""
+def runner(kind: str, url: str, folder: str, go: Any, done: Any, barrier: Any) -> None:
+    """One runner process: turns while ``go`` is set, until ``done``.
+
+    Writes ``[turns, seconds turning, last kind]`` or ``["error", message, ""]`` to FOLDER/result.json.
+    """
     code = 0
     result: list[Any]
     try:
@@ -136,14 +141,19 @@ def runner(kind: str, url: str, folder: str, seconds: float, barrier: Any) -> No
             session_id = store.create_session(str(location), "echo/echo").id
             run_turn(store, session_id, context_for, lambda _m: PROVIDER, text="warm-up")
             barrier.wait(timeout=300)
-            started = time.perf_counter()
-            turns = 0
-            while time.perf_counter() - started < seconds:
-                if turns % 4 == 3:
-                    set_value(location, turns)
-                run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turns}")
-                turns += 1
-            result = [turns, time.perf_counter() - started, store.history(session_id)[-1].message.kind]
+            turns, seconds = 0, 0.0
+            while True:
+                go.wait()
+                if done.is_set():
+                    break
+                started = time.perf_counter()
+                while go.is_set():
+                    if turns % 4 == 3:
+                        set_value(location, turns)
+                    run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turns}")
+                    turns += 1
+                seconds += time.perf_counter() - started
+            result = [turns, seconds, store.history(session_id)[-1].message.kind]
     except BaseException as exc:
         result = ["error", f"{type(exc).__name__}: {exc}", ""]
         code = 1
@@ -151,27 +161,49 @@ def runner(kind: str, url: str, folder: str, seconds: float, barrier: Any) -> No
     os._exit(code)
 
 
-def measure(kind: str, url: str, runners: int, seconds: float, folder: Path) -> float:
-    """Turns per second of ``runners`` processes together."""
+def measure(urls: dict[str, str], runners: int, seconds: float, slots: int, folder: Path) -> dict[str, float]:
+    """Turns per second of ``runners`` processes together, per store kind (``urls``).
+
+    Every kind's runners are started and warmed up first; then the kinds take turns in ``slots`` slots
+    of ``seconds / slots`` each (only one kind's runners turn at a time), so a busy spell of the shared
+    machine hits every kind alike.
+    """
     context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(runners + 1)
-    folders = [folder / f"r{i}" for i in range(runners)]
-    processes = [context.Process(target=runner, args=(kind, url, str(place), seconds, barrier)) for place in folders]
+    barrier = context.Barrier(runners * len(urls) + 1)
+    done = context.Event()
+    gates = {kind: context.Event() for kind in urls}
+    places: dict[str, list[Path]] = {kind: [folder / f"{kind}-r{i}" for i in range(runners)] for kind in urls}
+    processes = [
+        context.Process(target=runner, args=(kind, urls[kind], str(place), gates[kind], done, barrier))
+        for kind in urls
+        for place in places[kind]
+    ]
     for process in processes:
         process.start()
     try:
         barrier.wait(timeout=300)
     except Exception:
-        pass  # a runner failed during setup; its error is in the queue
+        pass  # a runner failed during setup; its error is in its result
+    for _ in range(slots):
+        for gate in gates.values():
+            gate.set()
+            time.sleep(seconds / slots)
+            gate.clear()
+            time.sleep(0.05)  # the slot's last turns finish before the next kind starts
+    done.set()
+    for gate in gates.values():
+        gate.set()
     for process in processes:
-        process.join(timeout=seconds + 300)
-    outcomes = [json.loads((place / "result.json").read_text()) for place in folders]
-    errors = [o[1] for o in outcomes if o[0] == "error"]
-    if errors:
-        raise SystemExit(f"{kind} with {runners} runners failed: {errors[0]}")
-    assert all(o[2] == "assistant" for o in outcomes)
-    total = sum(o[0] for o in outcomes)
-    return total / max(o[1] for o in outcomes)
+        process.join(timeout=300)
+    rates: dict[str, float] = {}
+    for kind, kind_places in places.items():
+        outcomes = [json.loads((place / "result.json").read_text()) for place in kind_places]
+        errors = [o[1] for o in outcomes if o[0] == "error"]
+        if errors:
+            raise SystemExit(f"{kind} with {runners} runners failed: {errors[0]}")
+        assert all(o[2] == "assistant" for o in outcomes)
+        rates[kind] = sum(o[0] for o in outcomes) / max(o[1] for o in outcomes)
+    return rates
 
 
 def postgres_url() -> tuple[str | None, Any]:
@@ -247,7 +279,8 @@ def fresh_postgres(url: str) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="measuring window per cell")
+    parser.add_argument("--seconds", type=float, default=4.0, help="measuring time per store and runner count")
+    parser.add_argument("--slots", type=int, default=8, help="slots the stores take turns in, per runner count")
     parser.add_argument("--runners", default="1,4,16", help="comma-separated runner counts")
     parser.add_argument("--turns", type=int, default=40, help="turns of the round-trip count (0: skip it)")
     args = parser.parse_args()
@@ -256,7 +289,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     server, cluster = postgres_url()
     kinds = ["sqlite"] + (["postgres", "postgres-naive"] if server else [])
-    rows: dict[str, list[float]] = {}
+    rows: dict[str, list[float]] = {kind: [] for kind in kinds}
     trips: RoundTrips | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="nia-bench-") as tmp:
@@ -266,17 +299,17 @@ def main() -> None:
                 with fresh_postgres(server) as url:
                     open_store(url).close()
                     trips = count_round_trips(url, args.turns, folder)
-            for kind in kinds:
-                rows[kind] = []
-                for runners in counts:
-                    folder = Path(tmp) / f"{kind}-{runners}-{secrets.token_hex(3)}"
-                    folder.mkdir()
-                    if kind == "sqlite":
-                        rows[kind].append(measure(kind, f"sqlite://{folder}/nia.db", runners, args.seconds, folder))
-                    else:
-                        with fresh_postgres(server or "") as url:  # type: ignore[arg-type]
-                            open_store(url).close()  # migrate once, before the runners race
-                            rows[kind].append(measure(kind, url, runners, args.seconds, folder))
+            for runners in counts:
+                folder = Path(tmp) / f"{runners}-{secrets.token_hex(3)}"
+                folder.mkdir()
+                with contextlib.ExitStack() as stack:
+                    urls = {"sqlite": f"sqlite://{folder}/nia.db"}
+                    for kind in kinds[1:]:
+                        urls[kind] = stack.enter_context(fresh_postgres(server or ""))
+                        open_store(urls[kind]).close()  # migrate once, before the runners race
+                    rates = measure(urls, runners, args.seconds, args.slots, folder)
+                for kind in kinds:
+                    rows[kind].append(rates[kind])
     finally:
         if cluster is not None and not isinstance(cluster, str):
             cluster.destroy()
@@ -300,7 +333,10 @@ def main() -> None:
         "postgres": "PostgreSQL, pooled (PostgresStore)",
         "postgres-naive": "PostgreSQL, connect per transaction (naive)",
     }
-    print(f"Turns per second (boundary + provider + stored reply), all runners together; {args.seconds:g}s each;")
+    print(
+        f"Turns per second (boundary + provider + stored reply), all runners together; {args.seconds:g}s each,"
+        f" the stores taking turns in {args.slots} slots;"
+    )
     print(
         f"each runner a process on its own session; {os.cpu_count()} CPUs,"
         f" load {load_before:.1f} before / {os.getloadavg()[0]:.1f} after"

@@ -1,6 +1,6 @@
 """The ``UserPromptSubmit`` hook an agent waits for at every prompt, and the context bytes it adds.
 
-Run: ``python bench/bench_hook.py [--runs 15] [--turns 50 --changes 5]``. Prints two tables.
+Run: ``python bench/bench_hook.py [--runs 15] [--prompts 2000] [--turns 50 --changes 5]``. Prints two tables.
 
 Every process runs in a venv of its own with nia ``pip install``-ed (not editable) from a copy
 of this checkout, bytecode compiled up front, as :mod:`bench_startup` builds it: an editable
@@ -17,6 +17,10 @@ pays. The table prints the machine's load average before and after.
      JSON, on a session whose context did not change (it prints nothing);
    - ``nia hook, one change``: the same with a file of the context edited before each run;
    - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed;
+   - ``..., attached session of 2,000 prompts``: unchanged, on an attached session whose every one of
+     ``--prompts`` earlier prompts admitted a change (so its history holds that many system messages),
+     built in one process through the hook's own code before the rounds; beside the first row, it
+     shows whether the hook's cost grows with the conversation;
    - ``..., git repo``: the first row in a real git repository (the others hold an empty
      ``.git`` folder), where the built-in nia-git runs git at every prompt: a fresh process
      cannot know what changed in the working tree without asking.
@@ -146,7 +150,23 @@ def clean_env(work: Path) -> dict[str, str]:
     return env
 
 
-def latency(python: Path, work: Path, runs: int) -> list[Row]:
+GROW = """
+import sys
+from pathlib import Path
+from nia_core.agents import adapter
+from nia_core.agents.answer import run
+from nia_core.runtime import Runtime
+root, prompts, stdin = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
+runtime, host = Runtime(), adapter("claude-code")
+for prompt in range(prompts):
+    (root / "rule.txt").write_text(f"rule {prompt}\\n")
+    if run(host, stdin, runtime).entry.outcome != "updated":
+        sys.exit(f"prompt {prompt} admitted nothing")
+"""
+"""Prompts of one attached session, each with a change, through the hook's own code in one process."""
+
+
+def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     """Every row once per round, ``runs`` rounds: a busy spell on the machine hits every row alike."""
     env = clean_env(work)
     nia = [str(python.parent / "nia"), "hook", "claude-code"]
@@ -171,6 +191,12 @@ def latency(python: Path, work: Path, runs: int) -> list[Row]:
         Row("nia hook, one change", nia, env, plain, ups, before=change),
         Row("nia hook, 20 installed plugins, unchanged", nia, env20, many, ups20),
     ]
+    if prompts:
+        long = make_project(work, "long")
+        ups4 = payload(long, "UserPromptSubmit", "s4")
+        Row("start", nia, env, long, payload(long, "SessionStart", "s4", "startup")).run()
+        Row("grow", [str(python), "-c", GROW, str(long), str(prompts), ups4], env, long).run()
+        rows.append(Row(f"nia hook, unchanged, attached session of {prompts:,} prompts", nia, env, long, ups4))
     repository = make_repository(work, "repository")
     if repository is not None:
         Row("start", nia, env, repository, payload(repository, "SessionStart", "s3", "startup")).run()
@@ -221,6 +247,7 @@ def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--prompts", type=int, default=2000, help="earlier prompts of the long attached session")
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--changes", type=int, default=5)
     args = parser.parse_args()
@@ -229,7 +256,7 @@ def main() -> None:
         print("building a venv with nia (not editable) ...", file=sys.stderr)
         python, _ = make_venv(work)
         load = os.getloadavg()
-        rows = latency(python, work, args.runs)
+        rows = latency(python, work, args.runs, args.prompts)
         load_after = os.getloadavg()
         floor, cpu_floor = statistics.median(rows[0].wall), statistics.median(rows[0].cpu)
         print(

@@ -56,6 +56,8 @@ class CountingRelay:
         """``Sync`` and ``Query`` messages the clients sent: each ends with a wait for the server's
         ReadyForQuery. Unlike ``trips`` it does not depend on how the answers were split, so tests count it."""
         self.connections = 0
+        self.received = 0
+        """Bytes the server sent the clients: what reads cost on the wire."""
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -80,8 +82,10 @@ class CountingRelay:
                 with self._lock:
                     if from_client:
                         self.syncs += wire.client_sent(data)
-                    elif wire.server_sent(data):
-                        self.trips += 1
+                    else:
+                        self.received += len(data)
+                        if wire.server_sent(data):
+                            self.trips += 1
                 target.sendall(data)
         except OSError:
             pass

@@ -10,7 +10,12 @@ from collections.abc import Callable
 
 
 def raised_at(exc: BaseException) -> tuple[str, int] | None:
-    """``(file, line)`` an exception was raised at: its last frame outside Python's frozen import machinery."""
+    """``(file, line)`` an exception was raised at: its last frame outside Python's frozen import machinery.
+
+    A refused ``os._exit`` is raised by nia's guard: where it was called is what names the plugin's line.
+    """
+    if isinstance(exc, ExitRefused):
+        return exc.at
     import traceback  # on a failure only: not part of every start
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
@@ -47,6 +52,20 @@ def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str
         return text
     at = raised_at(exc)
     return text + (f" ({show_path(at[0])}:{at[1]})" if at else "")
+
+
+class ExitRefused(BaseException):
+    """``os._exit`` called by code nia runs (a plugin), raised where it was called instead of ending the process.
+
+    See :func:`nia_core.process.guard_exit`. A ``BaseException``, as
+    ``SystemExit`` is, so a plugin's ``except Exception`` does not swallow it.
+    ``at`` is the file and line that called ``os._exit``.
+    """
+
+    def __init__(self, status: object, at: tuple[str, int] | None) -> None:
+        super().__init__(f"called os._exit({status!r}), which would end nia's process; refused")
+        self.status = status
+        self.at = at
 
 
 class NiaError(Exception):

@@ -33,9 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
-
-from nia_core.records import record
+from typing import Any, NamedTuple
 
 Signature = tuple[int, int, int, int, int]
 
@@ -95,9 +93,12 @@ HARD_LINKED = "has more than one hard link (another name of the file may lie out
 """Why a project file with several names is refused: nia cannot tell where the other names are."""
 
 
-@record(frozen=True)
-class Content:
-    """What was read from one opened and checked file."""
+class Content(NamedTuple):
+    """What was read from one opened and checked file.
+
+    A named tuple, not a record: a cached ``nia --help`` reads its cache
+    through this module and loads no :mod:`dataclasses`.
+    """
 
     data: bytes
     """At most ``limit + 1`` bytes; more than ``limit`` means the file is oversize."""
@@ -112,12 +113,16 @@ class Content:
     """Whether ``data`` was let go (empty) because every loader of the file already derived its value from it."""
 
 
-def outside_clause(target: str) -> str:
-    """The clause refusing a path whose real ``target`` lies outside the project (no outside name)."""
+def outside_clause(target: str, edge: str = "the project") -> str:
+    """The clause refusing a path whose real ``target`` lies outside ``edge`` (no outside name).
+
+    ``edge`` names the folder a file had to stay in: the project, or the home
+    folder for a user's own settings.
+    """
     where = realm(target)
-    if where == "outside the project":
-        return "resolves outside the project"
-    return f"resolves to {where}, outside the project"
+    if where == "outside the project" or where == edge:
+        return f"resolves outside {edge}"
+    return f"resolves to {where}, outside {edge}"
 
 
 def _kernel_name(fd: int) -> str | None:
@@ -164,7 +169,13 @@ def read_fd(fd: int, limit: int | None) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | None, limit: int | None) -> Content:
+def read_checked(
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str] | None,
+    limit: int | None,
+    *,
+    edge: str = "the project",
+) -> Content:
     """Open ``path``, check the opened file, read at most ``limit + 1`` bytes.
 
     ``root`` is the project root the file's real path must lie in (``None``
@@ -178,11 +189,11 @@ def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     A path whose last component is a symlink is resolved first, checked, and
     opened by its real path; where the kernel gives no name, the real path is
     resolved after the open and its device and inode compared with the
-    opened file's.
+    opened file's. ``edge`` names ``root`` in refusals (``the home folder``).
     """
     given = os.fspath(path)
     base = None if root is None else _real_root(os.fspath(root))
-    fd, real = _open(given, base)
+    fd, real = _open(given, base, edge)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -193,11 +204,11 @@ def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
             name = _kernel_name(fd)
             if name is not None and not inside(name, base):  # a folder on the way is a symlink out
                 again = os.path.realpath(given)
-                raise Refused(outside_clause(name), transient=inside(again, base))  # inside now: it was swapped
+                raise Refused(outside_clause(name, edge), transient=inside(again, base))  # inside now: it was swapped
             if name is None:
                 real = os.path.realpath(given)
                 if not inside(real, base):
-                    raise Refused(outside_clause(real))
+                    raise Refused(outside_clause(real, edge))
                 if not _opened_is(fd, info, real, base):
                     raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
             else:
@@ -211,7 +222,7 @@ def read_checked(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
     return Content(data, size, limit is not None and len(data) > limit, real or given, signature(info))
 
 
-def _open(given: str, base: str | None) -> tuple[int, str | None]:
+def _open(given: str, base: str | None, edge: str = "the project") -> tuple[int, str | None]:
     """A descriptor on ``given`` (never following a symlink as its last component), and its real path if known.
 
     When ``given`` itself is a symlink, it is resolved and checked against
@@ -224,7 +235,7 @@ def _open(given: str, base: str | None) -> tuple[int, str | None]:
             raise
     real = os.path.realpath(given)  # the last component is a symlink
     if base is not None and not inside(real, base):
-        raise Refused(outside_clause(real))
+        raise Refused(outside_clause(real, edge))
     try:
         return os.open(real, _OPEN_FLAGS), real
     except OSError as exc:
@@ -535,6 +546,7 @@ class CachedFile:
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def open_folder_inside(root: str | os.PathLike[str], parts: tuple[str, ...], *, create: bool = True) -> int:
@@ -593,3 +605,259 @@ def _open_step(fd: int, part: str, here: str, base: str, shown: str) -> int:
         os.close(step)
         raise Refused(f"{shown} changed while it was opened (a symlink swapped in)", transient=True)
     return step
+
+
+# -- writing inside a root ------------------------------------------------------------------------
+
+
+def relative_parts(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> tuple[tuple[str, ...], str]:
+    """``path`` as folder names below ``root`` and its own name; :class:`Refused` when it is not below ``root``.
+
+    ``path`` may be spelled from ``root`` as given or from its real path (a
+    :class:`Content`'s ``real``). ``..`` is resolved by spelling alone, so
+    ``root/a/../../x`` is outside.
+    """
+    given = os.path.abspath(path)
+    for base in dict.fromkeys((os.path.abspath(root), _real_root(os.fspath(root)))):
+        if given != base and inside(given, base):
+            *folders, name = os.path.relpath(given, base).split(os.sep)
+            return tuple(folders), name
+    raise Refused("does not lie inside the folder it must stay in")
+
+
+def link_out(root: str | os.PathLike[str], path: str | os.PathLike[str], edge: str = "the project") -> str | None:
+    """The first link on the way from ``root`` to ``path`` whose target lies outside ``root``, as a clause.
+
+    For refusals that name the link the user must look at
+    (``.claude is a symlink that resolves outside the project``); ``None``
+    when no link on the way leads out (the refusal had another cause).
+    """
+    base = _real_root(os.fspath(root))
+    try:
+        folders, name = relative_parts(root, path)
+    except Refused:
+        return None
+    here = os.path.abspath(root)
+    for step, part in enumerate((*folders, name)):
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            target = os.path.realpath(here)
+            if not inside(target, base):
+                shown = os.path.join(*(*folders, name)[: step + 1])
+                return f"{shown} is a symlink that {outside_clause(target, edge)}"
+    return None
+
+
+def replace_inside(root: str | os.PathLike[str], path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace the file ``path`` below ``root`` with ``data`` in one rename; a reader sees the old or the new file.
+
+    The folder is opened one level at a time from ``root``
+    (:func:`open_folder_inside`, creating missing folders), and everything
+    happens through its descriptor: the temporary file is created
+    exclusively without following a link, then renamed over the name. So a
+    folder on the way that leads outside ``root`` is refused
+    (:class:`Refused`) and nothing is written; a FIFO, a device or a symlink
+    at the name is replaced, never opened or followed. An existing regular
+    file's permission bits are kept. Other failures raise ``OSError``.
+    """
+    folders, name = relative_parts(root, path)
+    folder = open_folder_inside(root, folders)
+    try:
+        _replace_at(folder, name, data)
+    finally:
+        os.close(folder)
+
+
+def _replace_at(folder: int, name: str, data: bytes) -> None:
+    temporary = _new_file(folder, f".{name}", data)
+    try:
+        try:
+            existing = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(existing.st_mode):
+                os.chmod(temporary, stat.S_IMODE(existing.st_mode), dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        os.replace(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=folder)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _new_file(folder: int, prefix: str, data: bytes) -> str:
+    """A new file in ``folder`` (a descriptor) holding ``data``, created exclusively; its name."""
+    import secrets
+
+    while True:
+        name = f"{prefix}.{secrets.token_hex(6)}.tmp"
+        try:
+            handle = os.open(name, _NEW_FILE_FLAGS, 0o666, dir_fd=folder)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+    except BaseException:
+        os.unlink(name, dir_fd=folder)
+        raise
+    return name
+
+
+def create_inside(root: str | os.PathLike[str], path: str | os.PathLike[str], data: bytes) -> bool:
+    """Write ``data`` to ``path`` below ``root`` only if nothing has that name yet; whether it was written.
+
+    Exclusive and without following a link, through a folder opened as
+    :func:`replace_inside` opens it: for a file nia writes once and then
+    leaves to the user (a ``.gitignore``).
+    """
+    folders, name = relative_parts(root, path)
+    folder = open_folder_inside(root, folders)
+    try:
+        try:
+            handle = os.open(name, _NEW_FILE_FLAGS, 0o666, dir_fd=folder)
+        except FileExistsError:
+            return False
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        return True
+    finally:
+        os.close(folder)
+
+
+def remove_inside(root: str | os.PathLike[str], path: str | os.PathLike[str], *, folder: bool = False) -> bool:
+    """Remove ``path`` below ``root`` (a file, or with ``folder`` an empty folder); whether it was removed.
+
+    Through a folder opened as :func:`replace_inside` opens it, never
+    following a link at the name: a link is removed, not its target. A
+    folder that is not empty stays.
+    """
+    folders, name = relative_parts(root, path)
+    try:
+        parent = open_folder_inside(root, folders, create=False)
+    except FileNotFoundError:
+        return False
+    try:
+        if folder:
+            os.rmdir(name, dir_fd=parent)
+        else:
+            os.unlink(name, dir_fd=parent)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if folder and exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            return False
+        raise
+    finally:
+        os.close(parent)
+    return True
+
+
+# -- Files nia keeps for itself (the user cache folder) -------------------------------------------
+
+PRIVATE_LIMIT = 16 * 1024 * 1024
+"""The largest file nia reads back from its own folders (a listing of hundreds of plugins is well under 1 MiB)."""
+_GROUP_OR_WORLD_WRITABLE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def _not_private(info: os.stat_result, what: str) -> str | None:
+    """Why ``what`` (stat ``info``) cannot be trusted as the current user's alone, else ``None``."""
+    if info.st_uid != os.geteuid():
+        return f"{what} is owned by another user (uid {info.st_uid})"
+    if info.st_mode & _GROUP_OR_WORLD_WRITABLE:
+        return f"{what} is writable by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def open_private_folder(path: str | os.PathLike[str], *, create: bool = False) -> int:
+    """A descriptor on a folder of nia's own (its cache folder), checked to be the current user's alone.
+
+    Another user who owns the folder, or may write in it (a shared
+    ``XDG_CACHE_HOME``), could plant what a later run trusts: :class:`Refused`
+    then says who owns it or its mode. ``create`` makes a missing folder
+    (``0o700``). Every file in it is then opened through the descriptor, so a
+    folder swapped after the check is never the one read. The caller closes it.
+    """
+    try:
+        fd = os.open(path, _DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
+        os.makedirs(path, 0o700, exist_ok=True)
+        fd = os.open(path, _DIR_FLAGS)
+    try:
+        problem = _not_private(os.fstat(fd), "the folder")
+    except BaseException:
+        os.close(fd)
+        raise
+    if problem is not None:
+        os.close(fd)
+        raise Refused(problem)
+    return fd
+
+
+def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE_LIMIT) -> bytes:
+    """The bytes of ``folder/name``, a file nia wrote for itself; :class:`Refused` unless it can be trusted.
+
+    The same rules as :func:`read_checked`, with the current user in place of
+    the project root: the folder passes :func:`open_private_folder`; the file
+    is opened through it with ``O_NOFOLLOW | O_NONBLOCK`` and must be a regular
+    file the current user owns that no one else may write; at most
+    ``limit + 1`` bytes are read, and more is refused. Raises ``OSError`` like
+    :func:`open` for a missing file.
+    """
+    folder_fd = open_private_folder(folder)
+    try:
+        try:
+            fd = os.open(name, _OPEN_FLAGS, dir_fd=folder_fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise Refused("is a symbolic link") from None
+            raise
+    finally:
+        os.close(folder_fd)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("is not a regular file")
+        problem = _not_private(info, "it")
+        if problem is not None:
+            raise Refused(problem)
+        data = read_fd(fd, limit)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise Refused(f"is larger than {limit} bytes")
+    return data
+
+
+def write_private(folder: str | os.PathLike[str], name: str, data: bytes) -> None:
+    """Replace ``folder/name`` with ``data`` whole, in a folder :func:`open_private_folder` trusts (made if missing).
+
+    A reader sees the old file or the new one. The temporary file is created
+    through the folder's descriptor with ``O_EXCL | O_NOFOLLOW`` (mode
+    ``0o600``) and named after this process, not made by :mod:`tempfile`
+    (whose import costs a cached start more than the write). Raises
+    ``OSError`` (:class:`Refused` for a folder another user could write to).
+    """
+    folder_fd = open_private_folder(folder, create=True)
+    temporary = f".{name}-{os.getpid()}-{time.monotonic_ns()}.tmp"
+    try:
+        fd = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=folder_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+    except BaseException:
+        try:
+            os.unlink(temporary, dir_fd=folder_fd)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(folder_fd)

@@ -1,18 +1,19 @@
 """A ``nia`` process starts and ends on nia's terms, whatever its plugins do.
 
-Plugins run in-process. Four things they can do would otherwise decide how
+Plugins run in-process. These things they can do would otherwise decide how
 the process behaves:
 
 * print to stdout: :func:`run` points fd 1 at stderr first (see :mod:`nia_core.stdio`);
+* hand nia text holding control characters that a terminal would obey:
+  :func:`run` wraps the streams that are terminals (see :mod:`nia_core.terminal`);
 * leave threads behind: a non-daemon thread that never ends would keep Python
   waiting at exit, before any ``atexit`` handler runs. A command that has
-  finished its work exits: when such a thread remains, :func:`end` flushes
-  stdout and stderr and ends the process with ``os._exit`` and the command's
-  exit code;
+  finished its work exits: when such a thread remains, :func:`exit_command`
+  flushes stdout and stderr and ends the process with the command's exit code;
 * register an ``atexit`` handler that never returns (or an object whose
-  ``__del__`` never does): :func:`end` lets Python run the handlers as it
-  always does, under a deadline of :data:`EXIT_TIMEOUT` seconds. Past it, nia
-  says which plugin's code was running and ends the process with the
+  ``__del__`` never does): :func:`exit_command` lets Python run the handlers
+  as it always does, under a deadline of :data:`EXIT_TIMEOUT` seconds. Past
+  it, nia says which plugin's code was running and ends the process with the
   command's exit code. A plugin call nia abandoned at its deadline
   (:func:`abandon`) may still be running on a daemon thread: the process then
   ends once the handlers ran, without Python's teardown of every module
@@ -20,10 +21,21 @@ the process behaves:
 * raise ``KeyboardInterrupt`` themselves: nia tells it from a real Ctrl-C with
   a SIGINT handler that notes the signal (:func:`user_interrupted`), so a
   plugin's ``KeyboardInterrupt`` is reported like any failure while the user's
-  still stops nia.
+  still stops nia;
+* call ``os._exit`` (at import, in a hook, from a thread): that would end the
+  process at once with the plugin's status, 0 included, so nia would seem to
+  succeed having said nothing. :func:`guard_exit` makes ``os._exit`` raise
+  :class:`~nia_core.errors.ExitRefused` in the code that called it instead, which nia reports
+  like any exception a plugin raises, and goes on. nia ends its own process
+  with :func:`end`. A forked child (``multiprocessing``) still exits as it
+  asks, and once the command is done a plugin's ``os._exit`` (from an
+  ``atexit`` handler) ends the process with the command's status, not its own.
+  A plugin can still end the process by means no Python code can intercept (a
+  signal to itself, ``ctypes`` calling libc's ``_exit``).
 
 Every entry point (the ``nia`` command line through :func:`run`, the agent
-hook) calls :func:`begin` before any plugin loads and ends through :func:`end`.
+hook) calls :func:`begin` before any plugin loads and ends through
+:func:`exit_command`.
 """
 
 from __future__ import annotations
@@ -40,14 +52,69 @@ from typing import IO, Any, NoReturn
 EXIT_TIMEOUT = 2.0
 """Seconds the ``atexit`` handlers (a plugin's among them) and Python's teardown may take at the end."""
 
+_real_exit = os._exit
+"""The real ``os._exit``, which :func:`end` calls whatever :func:`guard_exit` put in its place."""
+_guarded_pid: int | None = None
+_final_status: int | None = None
+"""The command's exit status once it is known: from then on an ``os._exit`` anywhere ends the process with it."""
 _interrupted = threading.Event()
 _lingering: set[threading.Thread] = set()
 """Threads nia abandoned (plugin calls past their deadline)."""
 _plugin_modules: dict[str, str] = {}
 """Module name -> the plugin it belongs to, to name the plugin whose code holds up the end."""
-_exit_code = 0
 _exit_timer: threading.Timer | None = None
 _devnull: IO[str] | None = None
+
+
+def end(status: int) -> NoReturn:
+    """End this process now with ``status`` (nia's own ``os._exit``: never refused)."""
+    _real_exit(status)
+
+
+def _caller() -> tuple[str, int] | None:
+    import traceback  # only when a plugin calls os._exit
+
+    frames = traceback.extract_stack(limit=3)
+    return (frames[0].filename, frames[0].lineno or 0) if len(frames) == 3 else None
+
+
+def _guarded_exit(status: int) -> NoReturn:
+    if os.getpid() != _guarded_pid:  # a forked child (multiprocessing, a pre-exec hook) ends as it asked
+        _real_exit(status)
+    if _final_status is not None:  # the command is done: its status stands
+        _flush()
+        _real_exit(_final_status)
+    from nia_core.errors import ExitRefused
+
+    raise ExitRefused(status, _caller())
+
+
+def guard_exit() -> None:
+    """Make ``os._exit`` raise :class:`~nia_core.errors.ExitRefused` here (see the module docstring); idempotent.
+
+    Only a process's own entry point calls this (the console script, the agent
+    hook): a program that embeds nia keeps its ``os._exit``.
+    """
+    global _guarded_pid
+    _guarded_pid = os.getpid()
+    os._exit = _guarded_exit
+    posix = sys.modules.get("posix")
+    if posix is not None:
+        posix._exit = _guarded_exit  # type: ignore[attr-defined]
+    if threading.excepthook is threading.__excepthook__:
+        threading.excepthook = _thread_excepthook
+
+
+def _thread_excepthook(args: threading.ExceptHookArgs) -> None:
+    """A thread (a plugin's own) whose ``os._exit`` was refused: one line, not Python's traceback."""
+    from nia_core.errors import ExitRefused, one_line
+
+    if isinstance(args.exc_value, ExitRefused):
+        name = args.thread.name if args.thread is not None else "?"
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"Warning: thread {name!r}: {one_line(args.exc_value)} (nia goes on)\n")
+        return
+    threading.__excepthook__(args)
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -94,21 +161,22 @@ def _flush() -> None:
                 stream.flush()
 
 
-def end(code: Any = 0) -> NoReturn:
-    """End the process with ``code`` (see the module docstring): never waits for a plugin's code for good."""
-    global _exit_code
+def exit_command(code: Any = 0) -> NoReturn:
+    """End the process with the command's ``code`` (see the module docstring): never waits for a plugin's
+    code for good."""
+    global _final_status
     if code is not None and not isinstance(code, int):
         with contextlib.suppress(Exception):
             print(code, file=sys.stderr)
         code = 1
-    _exit_code = code or 0
+    _final_status = code or 0
     _flush()
     if _non_daemon_threads():  # Python would wait for them before any atexit handler runs
-        os._exit(_exit_code)
+        end(_final_status)
     import atexit
 
     atexit.register(_start_exit_deadline)  # registered last: runs first, before the plugins' handlers
-    sys.exit(_exit_code)
+    sys.exit(_final_status)
 
 
 def begin() -> None:
@@ -137,7 +205,7 @@ def _after_handlers() -> None:
         _exit_timer.cancel()
     _flush()
     if _abandoned_threads():  # teardown could stop on a lock such a thread holds, and would only free memory
-        os._exit(_exit_code)
+        end(_final_status or 0)
     import faulthandler
 
     faulthandler.dump_traceback_later(EXIT_TIMEOUT, exit=True, file=_devnull or sys.stderr)
@@ -154,7 +222,7 @@ def _exit_late() -> None:
         )
         _flush()
     finally:
-        os._exit(_exit_code)
+        end(_final_status or 0)
 
 
 def _running_plugin() -> tuple[str | None, str | None]:
@@ -209,12 +277,15 @@ def run(command: Callable[..., Any], *args: Any, **kwargs: Any) -> NoReturn:
     import signal  # here, not at import: the agent hooks import this module but never run() it
 
     from nia_core.stdio import redirect_fd
+    from nia_core.terminal import guard_terminals
 
     with contextlib.suppress(ValueError):  # not the main thread: keep Python's handler
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
     begin()
     redirect_fd()
+    guard_terminals()
+    guard_exit()
     code: Any = 0
     try:
         command(*args, **kwargs)
@@ -222,4 +293,4 @@ def run(command: Callable[..., Any], *args: Any, **kwargs: Any) -> NoReturn:
         code = exc.code
     except KeyboardInterrupt:
         code = 130
-    end(code)
+    exit_command(code)

@@ -29,7 +29,7 @@ from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
 from nia_core.files import Content, Refused, inside, outside_clause
 from nia_core.lazylog import lazy_logger
 from nia_core.project.binary import SNIFF_BYTES, binary_content
-from nia_core.project.paths import escape_name, in_git_dir
+from nia_core.project.paths import escape_name, global_instructions, in_git_dir
 from nia_core.project.sections import warn_once
 
 NIA_NAMESPACE = "nia"
@@ -38,11 +38,6 @@ FILENAME = "AGENTS.md"
 
 log = lazy_logger("nia.plugins.instructions")
 _files = StatCache()
-
-
-def global_instructions() -> Path:
-    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config_home) / "nia" / FILENAME
 
 
 def candidates(location: Location) -> list[tuple[str, str, str | None]]:

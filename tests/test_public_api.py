@@ -5,12 +5,15 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import pkgutil
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import nia_core
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC = {
@@ -107,3 +110,19 @@ def test_every_doc_example_imports_only_public_modules():
 def test_internal_packages_say_so(package):
     doc = importlib.import_module(f"nia_core.{package}").__doc__ or ""
     assert "Internal: not part of nia's public API" in doc
+
+
+def test_no_exported_name_is_also_a_module_of_its_package():
+    """Python binds a submodule to its package's attribute of the same name once it is imported, so an exported
+    function named like its own module (``project/locate.py`` exporting ``locate``) turns into the module for
+    every later ``from package import name``."""
+    clashes = []
+    for info in pkgutil.walk_packages(nia_core.__path__, "nia_core."):
+        if not info.ispkg or info.name.startswith("nia_core.templates"):
+            continue
+        package = importlib.import_module(info.name)
+        modules = {m.name for m in pkgutil.iter_modules(package.__path__)}
+        clashes += [f"{info.name}.{name}" for name in getattr(package, "__all__", ()) if name in modules]
+    modules = {m.name for m in pkgutil.iter_modules(nia_core.__path__)}
+    clashes += [f"nia_core.{name}" for name in nia_core.__all__ if name in modules]
+    assert clashes == []

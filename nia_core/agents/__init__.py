@@ -1,10 +1,13 @@
 """Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex) get nia's context.
 
-Each host has an adapter (:mod:`nia_core.agents.claude_code`, :mod:`nia_core.agents.codex`)
-that knows its hook input and output formats, its output size limit, the
-instruction files it loads itself, and where its settings live. The door
-(:mod:`nia_core.agents.answer`) runs one hook through the runtime's boundary.
-Adapters are imported on demand: a hook process pays for its own host only.
+Each host is one module of facts (:mod:`nia_core.agents.claude_code`,
+:mod:`nia_core.agents.codex`) whose ``ADAPTER`` says how its hooks talk, what
+its transcript records, what it loads itself and where its settings live;
+:data:`ADAPTERS` is the one table of host names. The door
+(:mod:`nia_core.agents.answer`) runs one hook through the runtime's boundary;
+the installer (:mod:`nia_core.agents.hook_install`) edits the host's settings.
+Neither names a host. Adapters are imported on demand: a hook process pays
+for its own host only.
 
 Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
@@ -19,7 +22,10 @@ ADAPTERS: dict[str, str] = {
     "claude-code": "nia_core.agents.claude_code",
     "codex": "nia_core.agents.codex",
 }
-"""Host name -> module whose ``ADAPTER`` serves it."""
+"""Every agent host nia has hooks for: host name -> the module whose ``ADAPTER`` holds its facts.
+
+The one place host names are listed: ``nia hook HOST``, ``nia hook
+install|uninstall|status`` and the console script's fast path read it."""
 
 
 def adapter(name: str) -> HostAdapter:

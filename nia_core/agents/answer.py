@@ -18,17 +18,21 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
-from nia_core.agents.contract import EVENTS, STARTS, HookInput, HostAdapter, HostInputError
+from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
+from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
-from nia_core.agents.output_limit import SPILLED, fit, spilled_texts
+from nia_core.agents.native import views
+from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
+from nia_core.process import end, guard_exit
 from nia_core.records import record
+from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -36,9 +40,6 @@ if TYPE_CHECKING:
 
 DEADLINE = 20.0
 """Seconds a hook may run before nia gives up (the host's own timeout for it is longer)."""
-
-RESEND_DEPTH = 20
-"""How many admitted texts back the transcript check looks for one that arrived."""
 
 
 @record
@@ -70,7 +71,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
     entry.host_session, entry.event, entry.source, entry.cwd = hook.session_id, hook.event, hook.source, hook.cwd
-    if hook.event not in EVENTS:
+    if adapter.role(hook.event) is None:
         entry.outcome = "ignored"
         return result
     try:
@@ -91,36 +92,76 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    leave_out = () if deliver else adapter.native_keys(version)
+    native = {} if deliver else views(adapter.native_keys(version), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
         if session.location != str(location.path):
             runtime.move(store, session.id, location)  # the agent changed folders: its context is rebuilt there
         missing: list[str] = []
-        starts = hook.event == "SessionStart" and hook.source in STARTS
+        role = adapter.role(hook.event)
+        starts = role == START and hook.source in adapter.fresh
+        forked = _fork(adapter, hook, runtime, store, session.id, entry)
+        if forked == "waiting":
+            entry.outcome = "fork-waiting"
+            return
         if starts and not _answered(adapter, hook, store, session.id, location.root):
-            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", leave_out=leave_out)
+            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
-            if not starts and not _in_flight(hook, session.id):
+            if not starts and forked != "continued" and not _in_flight(adapter, hook, session.id):
                 missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
-                report = runtime.start_over(store, session.id, reason=reason, leave_out=leave_out)
+                report = runtime.start_over(store, session.id, reason=reason, narrow=native)
                 entry.warnings.append(
                     f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
                 )
             else:
-                report = runtime.boundary(store, session.id, leave_out=leave_out)
+                report = runtime.boundary(store, session.id, narrow=native)
         _report(adapter, hook, report, missing, location.root, result)
+        if forked == "continued":
+            entry.outcome = f"forked+{entry.outcome}"
+
+
+def _fork(
+    adapter: HostAdapter, hook: HookInput, runtime: Runtime, store: Store, session_id: str, entry: hook_log.Entry
+) -> str:
+    """A fork continues the epoch of the conversation it copies: ``continued``, ``waiting`` or ``''``.
+
+    The fork's model has the parent's whole conversation, nia's baseline and
+    updates included; a new baseline would be a second, stale one in every
+    later request. So the fork's attached session copies the parent's epoch
+    and the boundary that follows says only what changed since (``continued``).
+    A host that names the parent only after the fork's first turn
+    (:attr:`HostAdapter.fork_recorded_late`) may not say yet: then nothing is
+    said to the fork (``waiting``) until a hook of it can tell, rather than a
+    baseline. A fork whose parent nia never attached to starts as usual ('').
+    """
+    role = adapter.role(hook.event)
+    fork_start = role == START and hook.source in adapter.forks
+    if not fork_start and not _waiting_fork(session_id):
+        return ""
+    if store.state(session_id).epoch is not None:
+        return ""
+    parent = adapter.fork_parent(hook)
+    if parent is not None and runtime.continue_fork(store, adapter.name, parent, session_id):
+        return "continued"
+    if parent is None and adapter.fork_recorded_late and Transcript.open(hook.transcript_path) is None:
+        return "waiting"
+    return ""
+
+
+def _waiting_fork(session_id: str) -> bool:
+    previous = hook_log.last_entry(session_id)
+    return previous is not None and previous.get("outcome") == "fork-waiting"
 
 
 def _answered(
     adapter: HostAdapter, hook: HookInput, store: Store, session_id: str, root: os.PathLike[str] | str
 ) -> bool:
-    """Whether a ``SessionStart`` (``compact``) is for a compaction nia already started a new epoch for.
+    """Whether a start hook (``compact``) is for a compaction nia already started a new epoch for.
 
     Codex 0.169.0 compacts before a resumed turn and then runs SessionStart
     ``resume`` and ``compact`` in that order (codex-rs core/src/hook_runtime.rs
@@ -131,30 +172,41 @@ def _answered(
     """
     if hook.source != "compact" or not adapter.compaction or not adapter.compaction_recorded_first:
         return False
-    transcript = Transcript.open(hook.transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(hook.transcript_path) if hook.transcript_path else ()
+    transcript = Transcript.open(hook.transcript_path, adapter.compaction, ancestors)
     if transcript is None or not transcript.is_compacted():
         return False
     epoch = store.state(session_id).epoch
-    return epoch is not None and transcript.contains(_printed(adapter, epoch.baseline, root))
+    if epoch is None:
+        return False
+    outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
+    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
 
 
-def _in_flight(hook: HookInput, session_id: str) -> bool:
-    """Whether this prompt's turn began with a SessionStart hook whose output is not in the transcript yet.
+def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
+    """Whether this prompt's turn began with a start hook whose output is not in the transcript yet.
 
     Claude Code 2.1.328 writes a resumed turn's SessionStart output to the
-    transcript only after the prompt's hook has run, so checking for it then
-    would wrongly re-send it. A SessionStart's own check covers the turn before.
+    transcript only after the prompt's hook has run
+    (:attr:`HostAdapter.start_recorded_late`), so checking for it then would
+    wrongly re-send it. The start hook's own check covers the turn before.
     """
-    if hook.event != "UserPromptSubmit":
+    if not adapter.start_recorded_late or adapter.role(hook.event) != PROMPT:
         return False
     previous = hook_log.last_entry(session_id)
-    return previous is not None and previous.get("event") == "SessionStart"
+    return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
-def _printed(adapter: HostAdapter, text: str, root: os.PathLike[str] | str) -> str:
+def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
+    """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
 
-    return fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit).text
+    def printed_for(text: str) -> str:
+        if adapter.measure(text) <= adapter.output_limit:
+            return text
+        return printed(text, adapter.output_limit, adapter.measure, str(spill_path(Path(root), text)), adapter.unit)
+
+    return printed_for
 
 
 def _missing(
@@ -162,14 +214,15 @@ def _missing(
 ) -> tuple[list[str], bool]:
     """Admitted texts of the active epoch that never reached the host's transcript, oldest first.
 
-    The newest admitted text is looked up first, then older ones, until one
-    is found: the ones after it are what the host lost (a crash, dropped
-    output). Only the transcript after its last compaction record counts
-    (the model sees nothing before it). The flag says none of the texts is
-    there: the epoch is gone. Without a readable transcript nothing is
-    concluded.
+    The texts after the newest one the host recorded as hook output are what
+    the host lost (a crash, dropped output); every text of the epoch is
+    looked for, however many, and nothing else in the transcript is. Only
+    the transcript after its last compaction record counts (the model sees
+    nothing before it). The flag says none of the texts is there: the epoch
+    is gone. Without a readable transcript nothing is concluded.
     """
-    transcript = Transcript.open(transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
+    transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
     if transcript is None:
         return [], False
     state = store.state(session_id)
@@ -183,21 +236,15 @@ def _missing(
         if e.message.kind == "system_update" and e.message.epoch == number
     ]
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
-    lost: list[str] = []
-    spilled: list[str] | None = None
-    for text in reversed(texts[-RESEND_DEPTH:]):
-        if transcript.contains(_printed(adapter, text, root)):
-            break
-        if spilled is None:  # sent inside a longer text that went to a file: the model was pointed at it
-            from pathlib import Path
-
-            spilled = spilled_texts(Path(root), transcript.mentions(SPILLED))
-        if any(text in whole for whole in spilled):
-            break
-        lost.append(text)
-    else:
-        return list(reversed(lost)), bool(lost)
-    return list(reversed(lost)), False
+    if not texts:
+        return [], False
+    printer = _printer(adapter, root)
+    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+    if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
+        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
+    if not found:
+        return list(texts), True
+    return texts[max(found) + 1 :], False
 
 
 def _report(
@@ -284,7 +331,7 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
             sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
-            os._exit(0)
+            end(0)
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
@@ -310,20 +357,22 @@ def answer(host: str, runtime: Runtime) -> None:
 def main(host: str) -> NoReturn:
     """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
 
-    The process ends through :func:`nia_core.process.end`, as every nia command does: a plugin's thread or
-    ``atexit`` handler never keeps the agent waiting.
+    The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
+    thread or ``atexit`` handler never keeps the agent waiting.
     """
     from nia_core.lazylog import when_imported
-    from nia_core.process import begin, end
+    from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
+    guard_exit()
+    guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
         when_imported(_log_to_stderr)
     answer(host, Runtime())
-    end(0)
+    exit_command(0)
 
 
 def _log_to_stderr() -> None:

@@ -10,15 +10,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import field
+from pathlib import Path
 from typing import Any
 
 from nia_core.records import record
 
-EVENTS = ("SessionStart", "UserPromptSubmit")
-"""The hook events nia answers. Any other event gets no output."""
+START = "start"
+"""The role of an event that begins or continues a conversation (Claude Code's ``SessionStart``)."""
+PROMPT = "prompt"
+"""The role of an event that comes before each user turn (``UserPromptSubmit``): nia's safe boundary."""
 
-STARTS = ("startup", "clear", "compact")
-"""SessionStart sources that begin a fresh conversation for the model: a new context epoch."""
+FRESH = ("startup", "clear", "compact")
+"""``SessionStart`` sources that begin a fresh conversation for the model: a new context epoch."""
 
 
 class HostInputError(ValueError):
@@ -33,9 +36,20 @@ class HookInput:
     session_id: str
     cwd: str
     source: str = ""
-    """SessionStart only: ``startup``, ``resume``, ``clear`` or ``compact``."""
+    """SessionStart only: ``startup``, ``resume``, ``clear``, ``compact``, ``fork``."""
     transcript_path: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+
+
+@record(frozen=True)
+class InputKeys:
+    """The names of the hook input's members (Claude Code's, which most command-hook hosts copy)."""
+
+    event: str = "hook_event_name"
+    session: str = "session_id"
+    cwd: str = "cwd"
+    source: str = "source"
+    transcript: str = "transcript_path"
 
 
 @record(frozen=True)
@@ -50,18 +64,55 @@ class NativeFiles:
     """nia's context sources that deliver exactly those files; left to the host by default."""
 
 
-def parse_version(text: str) -> tuple[int, ...] | None:
-    """``"2.1.328"`` -> ``(2, 1, 328)``; ``None`` when it is not a dotted version."""
-    head = text.strip().split()[0] if text.strip() else ""
-    parts = head.split(".")
-    if not parts or not all(p.isdigit() for p in parts):
-        return None
-    return tuple(int(p) for p in parts)
+@record(frozen=True)
+class SettingsPlaces:
+    """Where a host reads its hook entries, per scope (each a path of names)."""
+
+    project: tuple[str, ...]
+    """Below the project root: ``(".claude", "settings.json")``; meant to be committed."""
+    user_folder: tuple[str, str]
+    """The user's configuration folder: the environment variable that moves it, and its default below the
+    home folder (``("CLAUDE_CONFIG_DIR", ".claude")``)."""
+    user: tuple[str, ...]
+    """Below that folder: ``("settings.json",)``."""
+    local: tuple[str, ...] | None = None
+    """The host's personal, uncommitted project scope, when it has one (``.claude/settings.local.json``)."""
+
+
+@record(frozen=True)
+class HookFormat:
+    """How one of nia's hook entries is written in the host's JSON settings file."""
+
+    nested: bool = True
+    """``{"hooks": {EVENT: [{"hooks": [HANDLER]}]}}`` (Claude Code's form);
+    ``False``: ``{"hooks": {EVENT: [HANDLER]}}``."""
+    command_key: str = "command"
+    timeout_key: str = "timeout"
+    handler: Mapping[str, Any] = field(default_factory=lambda: {"type": "command"})
+    """The handler's other members, before the command."""
+    top: Mapping[str, Any] = field(default_factory=dict)
+    """Members the file must hold at its top level beside ``hooks`` (``{"version": 1}``)."""
+
+
+@record(frozen=True)
+class Switch:
+    """A TOML setting the host needs before it runs any hook, in a file beside the hooks file of each scope."""
+
+    file: str
+    """The file's name in the same folder as the hooks file: ``config.toml``."""
+    table: str
+    key: str
 
 
 @record(frozen=True)
 class HostAdapter:
-    """One agent host: how its hooks talk, what it loads itself, where its settings live."""
+    """One agent host, as facts: how its hooks talk, what it records, what it loads itself, where its settings live.
+
+    A command-hook host is one module that builds one of these (``ADAPTER``)
+    and one line in :data:`nia_core.agents.ADAPTERS`; nothing else in nia
+    names a host. docs/hosts.md ("The host contract") says what each fact
+    must be measured with.
+    """
 
     name: str
     """The host's name in commands and session ids: ``claude-code``, ``codex``."""
@@ -77,12 +128,59 @@ class HostAdapter:
     """What the host loads itself, per version range (newest last)."""
     host_version: Callable[[str | None], tuple[int, ...] | None]
     """The host's version, read from its transcript when it says (``None``: unknown)."""
+    settings: SettingsPlaces
+    """Where its hook entries live."""
+    events: Mapping[str, str] = field(default_factory=lambda: {"SessionStart": START, "UserPromptSubmit": PROMPT})
+    """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
+    fresh: tuple[str, ...] = FRESH
+    """Start sources that begin a fresh conversation (a new epoch); any other start source is a boundary."""
+    forks: tuple[str, ...] = ("fork",)
+    """Start sources of a conversation that begins as a copy of another (a fork): it continues the other's epoch."""
+    fork_parent: Callable[[HookInput], str | None] = lambda hook: None
+    """The host's session id of the conversation a fork copies, where the host says it (``None``: not known)."""
+    fork_recorded_late: bool = False
+    """Whether the host may say which conversation a fork copies only after the fork's first turn (its
+    transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
+    ancestors: Callable[[str], tuple[str, ...]] = lambda path: ()
+    """The transcripts a fork's transcript continues without copying them (oldest first)."""
+    input_keys: InputKeys = field(default_factory=InputKeys)
+    output: str = "hookSpecificOutput"
+    """How the text is printed: ``hookSpecificOutput`` (``{"hookSpecificOutput": {"hookEventName": EVENT,
+    "additionalContext": TEXT}}``) or ``additionalContext`` (``{"additionalContext": TEXT}``)."""
+    format: HookFormat = field(default_factory=HookFormat)
+    switch: Switch | None = None
+    """A setting the host needs before it runs hooks (the installer turns it on, marked as nia's)."""
+    notes: tuple[str, ...] = ()
+    """What ``nia hook install`` says after installing: trust steps the user takes in the host."""
+    git_snapshot_off: Mapping[str, Any] | None = None
+    """Settings members that switch off the host's own git status snapshot (which it says will not update),
+    for ``nia hook install --no-host-git-status`` (``None``: the host has no such setting)."""
+    git_snapshot_note: str = ""
+    """What else those members switch off, for people."""
+    trusted: Callable[[Path, Mapping[str, Any], list[str]], list[str]] | None = None
+    """For ``nia hook status``: the events of nia's entries (in the hooks file at the path, already read) that
+    the host has recorded the user's trust for; problems reading the host's record are appended to the list."""
     compaction: str = ""
     """A regular expression for the record a compaction leaves in the host's transcript: the model sees
     nothing written before the last one (``""``: the host's compactions are not recognised)."""
     compaction_recorded_first: bool = False
     """Whether that record is written before the host runs ``SessionStart`` (``compact``), so the
     hook can tell a compaction nia already answered from a new one (measured per host)."""
+    start_recorded_late: bool = False
+    """Whether the host writes a start hook's output to its transcript only after the next prompt's hook ran
+    (so that prompt's hook must not look for it)."""
+    output_marker: str = ""
+    """A string every transcript line that records hook output contains (a cheap filter before parsing)."""
+    hook_outputs: Callable[[Mapping[str, Any]], list[str]] = lambda record: []
+    """The texts one transcript line (a JSON object) records as hook output that reached the model.
+
+    Only this counts as delivered: tool results and file contents (which the
+    repository controls) are other records, so nia's text quoted inside them
+    proves nothing."""
+
+    def role(self, event: str) -> str | None:
+        """:data:`START`, :data:`PROMPT`, or ``None`` for an event nia does not answer."""
+        return self.events.get(event)
 
     def parse(self, data: bytes | str) -> HookInput:
         """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""
@@ -94,16 +192,17 @@ class HostAdapter:
             raise HostInputError(f"{self.title} hook input is nested too deeply to be hook JSON") from None
         if not isinstance(raw, dict):
             raise HostInputError(f"{self.title} hook input is not a JSON object")
-        event = raw.get("hook_event_name")
-        session_id = raw.get("session_id")
-        cwd = raw.get("cwd")
-        for key, value in (("hook_event_name", event), ("session_id", session_id), ("cwd", cwd)):
+        keys = self.input_keys
+        event = raw.get(keys.event)
+        session_id = raw.get(keys.session)
+        cwd = raw.get(keys.cwd)
+        for key, value in ((keys.event, event), (keys.session, session_id), (keys.cwd, cwd)):
             if not isinstance(value, str) or not value:
                 raise HostInputError(f"{self.title} hook input has no {key!r}")
             if not _clean_text(value):
                 raise HostInputError(f"{self.title} hook input: {key!r} holds a NUL byte or a lone surrogate")
-        source = raw.get("source")
-        transcript = raw.get("transcript_path")
+        source = raw.get(keys.source)
+        transcript = raw.get(keys.transcript)
         return HookInput(
             event=str(event),
             session_id=str(session_id),
@@ -116,12 +215,15 @@ class HostAdapter:
         )
 
     def render(self, event: str, text: str) -> str:
-        """What to print on stdout so ``text`` reaches the model: the ``additionalContext`` JSON form.
+        """What to print on stdout so ``text`` reaches the model, in the host's JSON form.
 
-        Both hosts also take plain stdout, but Codex rejects plain text that
-        looks like JSON, and a plugin's text may start with ``{``.
+        JSON rather than plain stdout: Codex rejects plain text that looks
+        like JSON, and a plugin's text may start with ``{``.
         """
-        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+        if self.output == "additionalContext":
+            payload: dict[str, Any] = {"additionalContext": text}
+        else:
+            payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False)
 
     def native_keys(self, version: tuple[int, ...] | None) -> tuple[str, ...]:
@@ -131,13 +233,6 @@ class HostAdapter:
             if version is None or version >= entry.since:
                 chosen = entry
         return chosen.source_keys if chosen is not None else ()
-
-    def native_names(self, version: tuple[int, ...] | None) -> tuple[str, ...]:
-        chosen: NativeFiles | None = None
-        for entry in self.native:
-            if version is None or version >= entry.since:
-                chosen = entry
-        return chosen.names if chosen is not None else ()
 
 
 def _clean_text(value: str) -> bool:

@@ -3,13 +3,16 @@
 Over the limit, the whole text goes to a file under the project's ``.nia/``
 (``.nia/hook-output/``), and the host is given the head that fits plus a
 line that says where the rest is, so the agent can read it. The file name is
-the text's hash: the same text always prints the same bytes, which the
-transcript check relies on.
+the text's hash: the same text always prints the same bytes, and the
+transcript check recognises a spilled output by recomputing that hash from
+nia's own stored texts, never by reading the file back (the repository can
+write into its own ``.nia``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,78 +38,64 @@ def footer(path: str, size: int, limit: int, unit: str) -> str:
     )
 
 
-SPILLED = FOLDER + r"/([0-9a-f]{16})\.md"
-"""How a printed footer names its file, for the transcript check."""
+FOOTER = re.compile(
+    r"\n\n\[nia: this context is [0-9,]+ \w+ long and only [0-9,]+ reach you here\. "
+    r"The complete text is in (?P<where>[^\n]+) - read that file before relying on what is above\.\]\s*\Z"
+)
+"""A printed footer at the very end of a hook output; ``where`` is the spill file (or why there is none)."""
 
 
-SPILLED_LIMIT = 64 * 1024 * 1024
-"""The largest spilled text read back: a name in the transcript costs a bounded read."""
-
-
-def spilled_texts(root: Path, names: list[str]) -> list[str]:
-    """The complete texts behind footers the host recorded (names from :data:`SPILLED`), where still readable.
-
-    The names come from the transcript and the folder from the repository, so
-    each file is read through the checked reader (inside the project, a regular
-    file, bounded: no symlink to a FIFO or ``/dev/zero``) and counts only if
-    its bytes hash to its name, as nia wrote it: a file the repository planted
-    cannot make nia believe a text reached the model.
-    """
-    from nia_core.files import read_checked
-
-    texts = []
-    for name in dict.fromkeys(names):
-        try:
-            content = read_checked(root / ".nia" / FOLDER / f"{name}.md", root, SPILLED_LIMIT)
-        except (OSError, ValueError):
-            continue
-        if content.oversize or sha256_hex(content.data)[:16] != name:
-            continue
-        texts.append(content.data.decode("utf-8", errors="replace"))
-    return texts
+def spill_name(text: str) -> str:
+    """The spill file's name (without ``.md``) for ``text``: its hash, so the same text prints the same bytes."""
+    return sha256_hex(text.encode("utf-8"))[:16]
 
 
 def spill_path(root: Path, text: str) -> Path:
-    digest = sha256_hex(text.encode("utf-8"))[:16]
-    return root / ".nia" / FOLDER / f"{digest}.md"
+    return root / ".nia" / FOLDER / f"{spill_name(text)}.md"
 
 
-def _safe_dir(folder: Path) -> None:
-    """Create ``folder`` (and ``.nia``) refusing symlinks: a hostile repository must not redirect the write."""
-    for part in (folder.parent, folder):
-        try:
-            os.lstat(part)
-        except FileNotFoundError:
-            os.mkdir(part, 0o755)
-            continue
-        if not os.path.isdir(part) or os.path.islink(part):
-            raise OSError(f"{part} is not a plain folder")
-    ignore = folder / ".gitignore"
-    if not os.path.lexists(ignore):
-        _write_new(ignore, "*\n")
+def spilled_name(printed: str) -> str | None:
+    """The spill name a printed (fitted) text ends by pointing at, ``None`` when it did not spill."""
+    match = FOOTER.search(printed)
+    if match is None:
+        return None
+    name = os.path.basename(match.group("where").strip())
+    return name[:-3] if name.endswith(".md") and len(name) == 19 else None
 
 
-def _write_new(path: Path, text: str) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+def _save(root: Path, path: Path, text: str) -> None:
+    """Write the spill file as nia writes every file in a project: through folders opened one level at a time
+    from the root (a ``.nia`` or ``hook-output`` that leads outside is refused), atomically, never opening or
+    following what is at the name (a FIFO or a symlink planted there is replaced, not written through)."""
+    from nia_core.files import create_inside, replace_inside
+    from nia_core.project.generated import ignore_generated
+
+    replace_inside(root, path, text.encode("utf-8"))
+    create_inside(root, path.parent / ".gitignore", b"*\n")
+    ignore_generated(root)
 
 
 def fit(text: str, limit: int, measure: Callable[[str], int], root: Path, unit: str = "characters") -> Fitted:
     """``text`` if it fits in ``limit``; else the head that fits and where the whole text was saved."""
-    size = measure(text)
-    if size <= limit:
+    if measure(text) <= limit:
         return Fitted(text)
     path = spill_path(root, text)
     problem = ""
     try:
-        _safe_dir(path.parent)
-        _write_new(path, text)
+        _save(root, path, text)
         where = str(path)
     except OSError as exc:
-        problem = f"could not save the complete text to {path}: {exc}"
+        from nia_core.files import Refused
+
+        why = exc.problem if isinstance(exc, Refused) else (exc.strerror or str(exc))
+        problem = f"could not save the complete text to {path}: {why}"
         where = f"(nowhere: {problem})"
+    return Fitted(printed(text, limit, measure, where, unit), "" if problem else str(path), problem)
+
+
+def printed(text: str, limit: int, measure: Callable[[str], int], where: str, unit: str = "characters") -> str:
+    """What nia prints for ``text`` over ``limit``: the head that fits and a footer naming ``where`` (pure)."""
+    size = measure(text)
     tail = footer(where, size, limit, unit)
     budget = limit - measure(tail)
     head = text[: max(budget, 0)]
@@ -115,4 +104,4 @@ def fit(text: str, limit: int, measure: Callable[[str], int], root: Path, unit: 
     cut = head.rfind("\n")
     if cut > len(head) // 2:  # end on a whole line when one is near
         head = head[:cut]
-    return Fitted(head + tail, "" if problem else str(path), problem)
+    return head + tail

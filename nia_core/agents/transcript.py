@@ -1,9 +1,9 @@
-"""Reading a host's transcript (JSON lines): did a text reach it, and which host version wrote it.
+"""Reading a host's transcript (JSON lines): what it recorded as hook output, and which host version wrote it.
 
-Only what the hook needs: a substring test on the JSON-escaped text (the hosts
-write JSON with raw UTF-8, as Python does with ``ensure_ascii=False``), and
-the version field of the first lines. A transcript that cannot be read says
-nothing, and nothing is concluded from it.
+Only what the hook needs: the texts of the lines the host writes for hook
+output (each adapter knows their shape, :attr:`HostAdapter.hook_outputs`),
+and the version field of the first lines. A transcript that cannot be read
+says nothing, and nothing is concluded from it.
 
 A compaction replaces the conversation the model sees with a summary, but the
 host's transcript keeps the earlier lines: given the host's compaction record,
@@ -19,15 +19,11 @@ import json
 import os
 import re
 import stat
-from typing import BinaryIO
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO
 
 HEAD_BYTES = 64 * 1024
 """How much of a transcript's start is read to find the host's version."""
-
-
-def escaped(text: str) -> str:
-    """``text`` as it appears inside a JSON string written by the host."""
-    return json.dumps(text.strip(), ensure_ascii=False)[1:-1]
 
 
 TAIL_BYTES = 1024 * 1024
@@ -60,8 +56,10 @@ def _open_regular(path: str) -> BinaryIO | None:
 class Transcript:
     """A host transcript, read from its end first and whole only when the end does not answer."""
 
-    def __init__(self, path: str, since: str = "") -> None:
+    def __init__(self, path: str, since: str = "", ancestors: tuple[str, ...] = ()) -> None:
         self.path = path
+        self.ancestors = ancestors
+        """Transcripts this one continues (a fork's parent, oldest first) that the host does not copy into it."""
         self._since = re.compile(since) if since else None
         self._record = _members(since)
         self._tail: str | None = None
@@ -71,15 +69,17 @@ class Transcript:
         """Whether a compaction record was found (the text kept is what follows the last one)."""
 
     @classmethod
-    def open(cls, path: str | None, since: str = "") -> Transcript | None:
+    def open(cls, path: str | None, since: str = "", ancestors: tuple[str, ...] = ()) -> Transcript | None:
         """The transcript at ``path``, or ``None`` when there is none to read (yet).
 
         ``since``: the host's compaction record (a regular expression); only
-        what follows its last match is searched.
+        what follows its last match is searched. ``ancestors``: transcripts the
+        conversation continues (oldest first), read before it when the end of
+        ``path`` does not answer (each at most :data:`WHOLE_BYTES` from its end).
         """
         if not path:
             return None
-        found = cls(path, since)
+        found = cls(path, since, ancestors)
         handle = _open_regular(path)
         if handle is None:
             return None
@@ -97,7 +97,7 @@ class Transcript:
             found._tail = tail
             found._tail = found._all()
             return found
-        if found._size <= TAIL_BYTES or found.compacted:
+        if found.compacted or (found._size <= TAIL_BYTES and not ancestors):
             found._whole = found._tail  # the whole file, or all of it the model still sees
         return found
 
@@ -151,30 +151,52 @@ class Transcript:
 
     def _all(self) -> str:
         if self._whole is None:
-            handle = _open_regular(self.path)
-            try:
-                if handle is None:
-                    raise OSError(self.path)
-                with handle:
-                    size = handle.seek(0, 2)
-                    handle.seek(max(0, size - WHOLE_BYTES))
-                    self._whole_read = True
-                    text = handle.read(WHOLE_BYTES).decode("utf-8", errors="replace")
-                    self._whole = self._after_compaction(text, cut=size > WHOLE_BYTES)
-            except OSError:
-                self._whole = self._tail or ""
+            parts: list[str] = []
+            cut = False
+            for index, path in enumerate((*self.ancestors, self.path)):
+                handle = _open_regular(path)
+                try:
+                    if handle is None:
+                        raise OSError(path)
+                    with handle:
+                        size = handle.seek(0, 2)
+                        handle.seek(max(0, size - WHOLE_BYTES))
+                        self._whole_read = True
+                        parts.append(handle.read(WHOLE_BYTES).decode("utf-8", errors="replace"))
+                        cut = cut or (index == 0 and size > WHOLE_BYTES)
+                except OSError:
+                    if path == self.path:
+                        self._whole = self._tail or ""
+                        return self._whole
+            text = "\n".join(part if part.endswith("\n") or not part else part + "\n" for part in parts)
+            self._whole = self._after_compaction(text, cut=cut)
         return self._whole
 
-    def contains(self, text: str) -> bool:
-        """Whether ``text`` (stripped, as the hosts record hook output) appears in the transcript."""
-        if not text.strip():
-            return False
-        needle = escaped(text)
-        return needle in (self._tail or "") or (self._whole is not self._tail and needle in self._all())
+    @property
+    def whole(self) -> bool:
+        """Whether the end already read is all there is to read (the file, or all of it since a compaction)."""
+        return self._whole is not None and self._whole is self._tail
 
-    def mentions(self, pattern: str) -> list[str]:
-        """Every match of the regular expression ``pattern`` in the transcript (since compaction), in order."""
-        return re.findall(pattern, self._all())
+    def outputs(self, marker: str, extract: Callable[[Mapping[str, Any]], list[str]], *, whole: bool) -> list[str]:
+        """The hook outputs the host recorded (since its last compaction), oldest first.
+
+        Only lines holding ``marker`` are parsed, and only as a JSON object
+        whose shape ``extract`` checks at the top level: a tool result or a
+        file's content that quotes the marker is another kind of line.
+        ``whole=False`` reads the transcript's end only (:data:`TAIL_BYTES`).
+        """
+        text = self._all() if whole else (self._tail or "")
+        found: list[str] = []
+        for line in text.splitlines():
+            if marker not in line:
+                continue
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):  # a cut first line, or not the host's own record
+                continue
+            if isinstance(value, dict):
+                found.extend(extract(value))
+        return found
 
 
 class _Undecided(Exception):
@@ -209,3 +231,18 @@ def version_field(path: str | None, field: str) -> tuple[int, ...] | None:
     if match is None:
         return None
     return tuple(int(p) for p in match.group(1).split("."))
+
+
+def first_line(path: str | None) -> str:
+    """The transcript's first line (at most :data:`HEAD_BYTES`), '' when there is none to read."""
+    if not path:
+        return ""
+    handle = _open_regular(path)
+    if handle is None:
+        return ""
+    try:
+        with handle:
+            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return head.split("\n", 1)[0]

@@ -73,7 +73,7 @@ class App:
         return {info.module for host in self._hosts for info in host.infos() if info.module}
 
     def locate(self, directory: str | Path | None = None) -> Location:
-        from nia_core.project.locate import locate
+        from nia_core.project.root import locate
 
         return locate(directory)
 

@@ -57,11 +57,14 @@ class NiaGroup(click.Group):
             # Dynamic commands resolve before the group callback runs; their warnings must show too.
             configure_logging(App.of(ctx).debug)
             cache = {}
+            said = set()
             for provider in self.dynamic_providers:
                 try:
                     cache.update(provider(ctx))
                 except NiaError as exc:
-                    logging.getLogger("nia.cli").warning("%s", exc)
+                    if str(exc) not in said:  # one cause (a broken config, a deleted folder) fails every provider
+                        said.add(str(exc))
+                        logging.getLogger("nia.cli").warning("%s", exc)
             ctx.meta["nia.dynamic"] = cache
         return cache  # type: ignore[no-any-return]
 
@@ -190,6 +193,19 @@ class NiaGroup(click.Group):
         except Exception as exc:
             if App.of(ctx).debug:
                 raise
+            if isinstance(exc, OSError) and not _cwd_exists():
+                from nia_core.project.root import GONE
+
+                raise ReportedError(GONE, 2) from None
             raise ReportedError(
                 f"unexpected {type(exc).__name__}: {message_of(exc)} (run with --debug for the traceback)", 1
             ) from None
+
+
+def _cwd_exists() -> bool:
+    """Whether the working directory still exists: a command that failed on a deleted one says that, not errno."""
+    try:
+        os.getcwd()
+    except OSError:
+        return False
+    return True

@@ -24,13 +24,15 @@ warning logged) with no input modified in the two seconds before the listing
 started (a change within the same clock tick could go unseen) nor changed
 while it ran (by its change time, which an edit that sets the modification
 time back still moves): the rows would come from the older content. They are
-never read with ``--debug``, which is asked to show the loading, or
-``NIA_NO_CACHE=1``.
+never used with ``--debug``, which is asked to show the loading, or
+``NIA_NO_CACHE=1``. The file is read like every cache file
+(:func:`nia_core.plugin_host.cachefiles.read_cache`: the current user's
+alone, a regular file, bounded) and its shape is checked whole before a
+value in it is used.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -42,14 +44,12 @@ import click
 
 from nia_core.about import __version__
 from nia_core.cli.app import App
-from nia_core.plugin_host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
+from nia_core.plugin_host.cachefiles import Pair, cache_enabled, digest, ignored, read_cache, shaped, write_cache
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 CACHE_FORMAT = 1
-MAX_BYTES = 16 * 1024 * 1024
-"""A cache file larger than this is not read (a listing of hundreds of commands is well under 1 MiB)."""
 RACY_NS = 2_000_000_000
 """An input modified this recently may change again within the same clock tick: no rows are written yet."""
 Signature = list[int] | None
@@ -109,61 +109,59 @@ def key(app: App, cwd: str) -> list[Any]:
     ]
 
 
-def cache_path(cwd: str) -> str:
+def cache_name(cwd: str) -> str:
     """One file per interpreter and working directory."""
-    return os.path.join(cache_folder(), f"help-{digest(f'{sys.prefix}|{sys.executable}|{cwd}')}.json")
+    return f"help-{digest(f'{sys.prefix}|{sys.executable}|{cwd}')}.json"
 
 
 def usable(app: App) -> bool:
     return cache_enabled() and not app.debug
 
 
+SHAPE = {
+    "key": list,
+    "kinds": [Pair(str, (list, type(None)))],
+    "files": [Pair(str, (list, type(None)))],
+    "commands": list,
+}
+"""What :func:`write` writes (each command entry is checked by :func:`_well_formed`)."""
+
+
 def read(app: App) -> list[dict[str, Any]] | None:
-    """The cached command entries, when every input is as it was; ``None`` otherwise."""
-    if not usable(app):
+    """The cached command entries, when the file can be trusted and every input is as it was; ``None`` otherwise.
+
+    With ``--debug`` the rows are never used (it is asked to show the
+    loading), but the file is still checked, so the log says why a cache
+    would be ignored (another user's file, a folder others may write to).
+    """
+    if not cache_enabled():
         return None
     try:
         cwd = os.path.realpath(os.getcwd())
-        data = _load(cache_path(cwd))
-        if data["key"] != key(app, cwd):
+    except OSError:  # deleted under us: the listing says so
+        return None
+    name = cache_name(cwd)
+    if app.debug:
+        from nia_core.cli.logs import configure_logging
+
+        configure_logging(True)
+    data = read_cache(name)
+    if data is None or app.debug:
+        return None
+    if not shaped(data, SHAPE) or not all(_well_formed(item) for item in data["commands"]):
+        ignored(name, "not the shape nia writes")
+        return None
+    paths = [path for path, _ in data["kinds"]] + [path for path, _ in data["files"]]
+    if any("\0" in path for path in paths) or data["key"] != key(app, cwd):
+        return None
+    for path, recorded in data["kinds"]:
+        if kind(path) != recorded:
             return None
-        for path, recorded in data["kinds"]:
-            if kind(path) != recorded:
-                return None
-        for path, recorded in data["files"]:
-            if signature(path) != recorded:
-                return None
-        commands = data["commands"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return None
-    if not isinstance(commands, list) or not all(_well_formed(item) for item in commands):
-        return None
+    for path, recorded in data["files"]:
+        if signature(path) != recorded:
+            return None
+    commands: list[dict[str, Any]] = data["commands"]
     return commands
-
-
-def _load(path: str) -> Any:
-    """The cache file's JSON, read only if it is a regular file of at most :data:`MAX_BYTES`.
-
-    The cache folder is the user's, but a damaged or planted file (a FIFO, a
-    device, a huge file) must not hang ``nia --help`` or fill its memory.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError(f"{path} is not a regular file")
-        chunks = []
-        left = MAX_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1024 * 1024))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        os.close(fd)
-    if left <= 0:
-        raise ValueError(f"{path} is larger than {MAX_BYTES} bytes")
-    return json.loads(b"".join(chunks))
 
 
 def _well_formed(item: object) -> bool:
@@ -260,7 +258,10 @@ def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str], sta
     from nia_core.plugin_host import epcache, local_folders
     from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
 
-    cwd = os.path.realpath(os.getcwd())
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        return
     location = app.locate()
     markers = [os.path.join(d, marker) for d in _ancestors(cwd) for marker in (".nia", ".git")]
     kinds = [[path, kind(path)] for path in markers]
@@ -277,4 +278,4 @@ def write(app: App, commands: list[dict[str, Any]], imported: Iterable[str], sta
     if any(s is not None and (s[4] >= began - RACY_NS or s[5] >= began) for _f, s in signatures):
         return
     data = {"key": key(app, cwd), "kinds": kinds, "files": signatures, "commands": commands}
-    write_atomically(cache_path(cwd), json.dumps(data))
+    write_cache(cache_name(cwd), data)

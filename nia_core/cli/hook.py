@@ -1,6 +1,6 @@
 """``nia hook``: nia's context inside agents that own their conversation (Claude Code, Codex).
 
-``nia hook claude-code`` and ``nia hook codex`` are what the host's hooks run;
+``nia hook HOST`` (one per host of :data:`nia_core.agents.ADAPTERS`) is what the host's hooks run;
 ``install``/``uninstall``/``status`` manage those hook entries; ``log`` shows
 what each hook told its agent. See docs/hosts.md.
 """
@@ -9,16 +9,49 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from nia_core.agents import ADAPTERS
+from nia_core.agents import ADAPTERS, HostAdapter, adapter
 from nia_core.cli.app import App
 
+if TYPE_CHECKING:
+    from nia_core.agents.hook_install import Scope
 
-@click.group()
+
+class _Hosts(click.ParamType[str]):
+    """A host of :data:`nia_core.agents.ADAPTERS`, looked up when the command runs (the one table of hosts)."""
+
+    name = "host"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "[" + "|".join(sorted(ADAPTERS)) + "]"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        if value in ADAPTERS:
+            return str(value)
+        self.fail(f"unknown host {value!r} (known: {', '.join(sorted(ADAPTERS))})", param, ctx)
+
+
+HOSTS = _Hosts()
+
+
+class _HookGroup(click.Group):
+    """``nia hook``: its commands, plus one ``nia hook HOST`` per host of the table, made when asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *sorted(ADAPTERS)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in ADAPTERS:
+            return _hook_command(name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_HookGroup)
 def hook() -> None:
-    """Claude Code and Codex hooks: the baseline once per epoch, then only what changed."""
+    """Agent hooks (Claude Code, Codex): the baseline once per epoch, then only what changed."""
 
 
 def _hook_command(name: str) -> click.Command:
@@ -36,33 +69,59 @@ def _hook_command(name: str) -> click.Command:
     return run_hook
 
 
-for _name in ADAPTERS:
-    hook.add_command(_hook_command(_name))
-
-HOSTS = click.Choice(sorted(ADAPTERS))
-
-
-def _scope(project: bool, user: bool) -> str:
-    if project and user:
-        raise click.UsageError("--project and --user exclude each other")
-    return "user" if user else "project"
+def _scope(adapter: HostAdapter, project: bool, local: bool, user: bool) -> Scope:
+    if project + local + user > 1:
+        raise click.UsageError("--project, --local and --user exclude each other")
+    if local and adapter.settings.local is None:
+        raise click.UsageError(f"{adapter.title} has no personal project scope; use --project or --user")
+    return "user" if user else "local" if local else "project"
 
 
 def _root(app: App) -> Path:
     return app.locate().root
 
 
+_PROJECT = click.option("--project", "project", is_flag=True, help="This project's settings, to commit (the default).")
+_LOCAL = click.option(
+    "--local", "local", is_flag=True, help="Your personal settings for this project, not committed (Claude Code)."
+)
+_USER = click.option("--user", "user", is_flag=True, help="Your user settings, for every project.")
+
+
 @hook.command("install")
 @click.argument("host", type=HOSTS)
-@click.option("--project", "project", is_flag=True, help="This project's settings (the default).")
-@click.option("--user", "user", is_flag=True, help="Your user settings, for every project.")
-@click.option("--program", default="nia", show_default=True, help="How the host should run nia (a path, say).")
+@_PROJECT
+@_LOCAL
+@_USER
+@click.option(
+    "--program",
+    default=None,
+    help="How the host should run nia (default: this installation's absolute path, so the host needs no PATH).",
+)
+@click.option(
+    "--no-host-git-status",
+    "no_git_snapshot",
+    is_flag=True,
+    help="Also switch off the host's own git status snapshot, which never updates (Claude Code: "
+    "includeGitInstructions = false); nia/git's live status stands in for it. Undone by uninstall.",
+)
 @click.pass_context
-def install_command(ctx: click.Context, host: str, project: bool, user: bool, program: str) -> None:
-    """Add nia's SessionStart and UserPromptSubmit hooks to HOST's settings (idempotent)."""
-    from nia_core.agents.hook_install import install
+def install_command(
+    ctx: click.Context,
+    host: str,
+    project: bool,
+    local: bool,
+    user: bool,
+    program: str | None,
+    no_git_snapshot: bool,
+) -> None:
+    """Add nia's hooks to HOST's settings (idempotent)."""
+    from nia_core.agents.hook_install import install, this_program
 
-    outcome = install(host, _scope(project, user), _root(App.of(ctx)), program=program)  # type: ignore[arg-type]
+    chosen = adapter(host)
+    scope = _scope(chosen, project, local, user)
+    root = _root(App.of(ctx))
+    outcome = install(chosen, scope, root, program=program or this_program(), no_git_snapshot=no_git_snapshot)
     if not outcome.changes:
         click.echo(f"nia's {host} hooks are already installed; nothing changed")
     for change in outcome.changes:
@@ -73,14 +132,19 @@ def install_command(ctx: click.Context, host: str, project: bool, user: bool, pr
 
 @hook.command("uninstall")
 @click.argument("host", type=HOSTS)
-@click.option("--project", "project", is_flag=True, help="This project's settings (the default).")
-@click.option("--user", "user", is_flag=True, help="Your user settings.")
+@_PROJECT
+@_LOCAL
+@_USER
+@click.option("--program", default=None, help="Also remove entries that run nia by this program.")
 @click.pass_context
-def uninstall_command(ctx: click.Context, host: str, project: bool, user: bool) -> None:
+def uninstall_command(
+    ctx: click.Context, host: str, project: bool, local: bool, user: bool, program: str | None
+) -> None:
     """Remove nia's hooks from HOST's settings; every other entry stays."""
     from nia_core.agents.hook_install import uninstall
 
-    outcome = uninstall(host, _scope(project, user), _root(App.of(ctx)))  # type: ignore[arg-type]
+    chosen = adapter(host)
+    outcome = uninstall(chosen, _scope(chosen, project, local, user), _root(App.of(ctx)), program=program)
     if not outcome.changes:
         click.echo(f"no nia {host} hooks to remove")
     for change in outcome.changes:
@@ -91,11 +155,11 @@ def uninstall_command(ctx: click.Context, host: str, project: bool, user: bool) 
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool) -> None:
-    """Where nia's hooks are installed, per host and scope (and, for Codex, the feature flag and trust)."""
-    from nia_core.agents.hook_install import status
+    """Where nia's hooks are installed, per host and scope (and the host's switch and trust, where it has them)."""
+    from nia_core.agents.hook_install import scopes, status
 
     root = _root(App.of(ctx))
-    found = [status(host, scope, root) for host in sorted(ADAPTERS) for scope in ("project", "user")]  # type: ignore[arg-type]
+    found = [status(adapter(host), scope, root) for host in sorted(ADAPTERS) for scope in scopes(adapter(host))]
     if as_json:
         click.echo(json.dumps([s.as_json() for s in found], indent=2))
         return
@@ -105,10 +169,18 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         if s.problem:
             line += f"  ({s.problem})"
         click.echo(line)
-        if s.host == "codex" and s.events:
-            flag = "on" if s.feature else "OFF: set [features] hooks = true"
-            review = "reviewed" if set(s.events) <= set(s.trusted) else "not reviewed yet: approve them in codex"
-            click.echo(f"{'':<21} feature flag {flag}; hooks {review}")
+        if s.command_problem:
+            click.echo(f"{'':<21} {s.command_problem}")
+        if s.events and (s.switch is not None or s.trusted is not None):
+            said = []
+            switch = adapter(s.host).switch
+            if s.switch is not None and switch is not None:
+                setting = f"[{switch.table}] {switch.key} = true"
+                said.append(f"{setting} is set" if s.switch else f"{setting} is NOT set: install again to set it")
+            if s.trusted is not None:
+                reviewed = set(s.events) <= set(s.trusted)
+                said.append("hooks reviewed" if reviewed else f"hooks not reviewed yet: approve them in {s.host}")
+            click.echo(f"{'':<21} {'; '.join(said)}")
 
 
 @hook.command("log")

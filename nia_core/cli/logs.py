@@ -43,6 +43,8 @@ class WarningCounter(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.count += 1
+        if record.name == "nia" or record.name.startswith("nia."):
+            return  # the nia logger's own handler printed it
         if self.alone and logging.lastResort is not None and record.levelno >= logging.lastResort.level:
             logging.lastResort.handle(record)  # as without this handler: the root had none, so it printed
 

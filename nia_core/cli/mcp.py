@@ -13,8 +13,7 @@ import click
 from nia_core.cli.app import App
 from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.errors import UsageError
-
-MISSING_SDK = "nia mcp needs the MCP SDK: pip install 'nia-context[mcp]'"
+from nia_core.mcp import missing_sdk
 
 
 @click.group(invoke_without_command=True)
@@ -76,9 +75,9 @@ def mcp(
     try:
         from nia_core.mcp import run
     except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == "mcp":
-            raise UsageError(MISSING_SDK) from None
-        raise
+        if (exc.name or "").partition(".")[0] == "nia_core":
+            raise
+        raise UsageError(missing_sdk(exc)) from None
     from nia_core.plugin_host.watch import WatchSettings
 
     options = run.Options(
@@ -131,7 +130,7 @@ def install(ctx: click.Context, client: str, location: str | None, config_path: 
     server_location = None if client == "claude-code" and config_path is None else where.path
     extra = tuple(arg for folder in app.plugins_dirs for arg in ("--plugins-dir", str(Path(folder).resolve())))
     launch = installer.launch(server_location, extra)
-    path = Path(config_path) if config_path else installer.default_path(client, root)
+    path = installer.given_file(config_path) if config_path else installer.default_path(client, root)
     if path is None:
         click.echo(installer.json_entry(launch), nl=False)
         return
@@ -141,7 +140,7 @@ def install(ctx: click.Context, client: str, location: str | None, config_path: 
         return
     installer.write(planned)
     click.echo(
-        f"{'Updated' if planned.existed else 'Wrote'} {path}: server {installer.SERVER_NAME!r} runs "
+        f"{'Updated' if planned.existed else 'Wrote'} {planned.path}: server {installer.SERVER_NAME!r} runs "
         f"{' '.join([launch.command, *launch.args])}",
         err=True,
     )

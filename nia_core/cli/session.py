@@ -170,7 +170,7 @@ def _reply_text(reply: ReplyRecord, message: Message) -> str:
         parts.append("; refused: this turn is left out of later requests")
     elif reply.refusal:
         parts.append("; refused")
-    notes = stop_notes(reply.stop_reason, message.tool_calls, reply.undeclared_calls, reply.cut_calls)
+    notes = stop_notes(reply.model, reply.stop_reason, message.tool_calls, reply.undeclared_calls, reply.cut_calls)
     return "".join(parts) + "]" + "".join(f"\n  ({note})" for note in notes)
 
 

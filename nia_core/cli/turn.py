@@ -80,7 +80,8 @@ def send_turn(
             )
         elif reply.refusal:
             click.echo(f"Warning: session {session_id}: the model refused this request", err=True)
-        for note in stop_notes(reply.stop_reason, reply.tool_calls, reply.undeclared_calls, reply.cut_calls):
+        model = result.boundary.request.model
+        for note in stop_notes(model, reply.stop_reason, reply.tool_calls, reply.undeclared_calls, reply.cut_calls):
             click.echo(f"Warning: session {session_id}: {note}", err=True)
         if result.answered:
             click.echo(
@@ -102,6 +103,7 @@ CUT_AT_LIMIT = ("max_tokens", "length")
 
 
 def stop_notes(
+    model: str,
     stop_reason: str | None,
     calls: tuple[ToolCall, ...],
     undeclared: tuple[str, ...] = (),
@@ -117,7 +119,7 @@ def stop_notes(
     elif stop_reason in CUT_AT_LIMIT:
         notes.append(
             f"the reply was cut at the output token limit (stop_reason {stop_reason}); raise max_tokens in "
-            "[providers.NAME] of .nia/project.toml, or send again to go on"
+            f"[providers.{model.partition('/')[0]}] of .nia/project.toml, or send again to go on"
         )
     for call in calls:
         if call.id in cut:

@@ -6,7 +6,7 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 from nia_core.context.codec import JSON, Codec, DataclassCodec, JsonCodec, canonical_json
 from nia_core.context.keys import validate_key
 from nia_core.context.location import Location
-from nia_core.context.observe import Observation, observe
+from nia_core.context.observation import Observation, observe
 from nia_core.context.registry import (
     Assembly,
     Contribution,

@@ -1,6 +1,6 @@
 """The Location: a resolved working directory inside a project.
 
-Pure data; finding the project root on disk is :func:`nia_core.project.locate`.
+Pure data; finding the project root on disk is :func:`nia_core.project.root`.
 """
 
 from __future__ import annotations

@@ -82,6 +82,7 @@ class ContextSource:
         # Decided once: observing 1,000 sources must not inspect 1,000 loaders each time.
         object.__setattr__(self, "asynchronous", is_async(self.load))
         object.__setattr__(self, "_encoded", None)
+        object.__setattr__(self, "_bound", None)
         # Known to be fast: nia's own stat-cached file loader and a Constant (exactly those classes, never a
         # subclass, whose peek could be anything). Their hits run inline; everything else goes to a worker.
         load = self.load
@@ -104,5 +105,23 @@ class ContextSource:
     def removable(self) -> bool:
         return self.removal is not None
 
+    def value_limit(self, default: int) -> int:
+        """The most bytes of canonical JSON this source's value may have: ``default`` (``NIA_MAX_SOURCE_BYTES``),
+        unless nia itself bounds the value (:func:`bounded_by_nia`)."""
+        bound: int | None = self._bound  # type: ignore[attr-defined]
+        return default if bound is None else bound
+
     def __repr__(self) -> str:
         return f"ContextSource(key={self.key!r})"
+
+
+def bounded_by_nia(source: ContextSource, max_bytes: int) -> ContextSource:
+    """Mark ``source`` as one whose value nia's own reader already bounds (a context file: its size cap).
+
+    The per-source limit guards against plugin values of any size; a context
+    file admitted by the file-size cap must not then be refused by it, since
+    JSON escaping alone can make a 1 MiB file's value several MiB. Internal:
+    for nia's project layer, not for plugins.
+    """
+    object.__setattr__(source, "_bound", max_bytes)
+    return source

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from nia_core.context.codec import JsonCodec, canonical_json
-from nia_core.context.observe import Observation, max_source_bytes, observe, too_large
+from nia_core.context.observation import Observation, max_source_bytes, observe, too_large
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, Outcome, PluginRaised, call_each
@@ -467,7 +467,7 @@ def _encode_observations(
     available: list[tuple[ContextSource, Any, str]] = []
     unavailable: list[str] = []
     final: list[Observation] = []
-    limit = max_source_bytes()
+    default = max_source_bytes()
     pending = [
         (index, source, obs.value)
         for index, (source, obs) in enumerate(zip(ctx.sources, observations, strict=True))
@@ -480,6 +480,7 @@ def _encode_observations(
     )
     for index, (source, obs) in enumerate(zip(ctx.sources, observations, strict=True)):
         if obs.status == "ok":
+            limit = source.value_limit(default)
             memo = source._encoded  # type: ignore[attr-defined]
             if memo is not None and memo[0] is obs.value and len(memo[1]) * 4 <= limit:
                 # The hot path of an unchanged source: the very same value as last time, known small enough.

@@ -5,3 +5,14 @@ Only :mod:`nia_core.mcp.server` and :mod:`nia_core.mcp.run` import the SDK
 
 Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
+
+from __future__ import annotations
+
+MISSING_SDK = "nia mcp needs the MCP SDK, the 'mcp' extra: pip install 'nia-context[mcp]'"
+
+
+def missing_sdk(exc: ImportError) -> str:
+    """One line for a server that cannot import the SDK or one of its dependencies (not installed, or broken)."""
+    if exc.name:
+        return f"{MISSING_SDK} (no module named {exc.name!r})"
+    return f"{MISSING_SDK} ({exc})"

@@ -2,7 +2,11 @@
 
 Each installer merges one entry named ``nia`` into the client's file and
 keeps every other entry (and, for TOML, its comments and layout). A file
-that does not parse is reported and left untouched.
+that does not parse is reported and left untouched. The files are read and
+written as every other tool's settings are
+(:class:`nia_core.agents.settings_file.SettingsFile`): inside the project for
+``.mcp.json``, inside the home folder for ``~/.codex/config.toml``, regular
+files only, bounded; a link out is refused.
 """
 
 from __future__ import annotations
@@ -11,11 +15,11 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nia_core.agents.settings_file import SettingsError, SettingsFile, parse_json_object
 from nia_core.errors import UsageError
 
 SERVER_NAME = "nia"
@@ -52,27 +56,39 @@ def launch(location: Path | None, extra: tuple[str, ...] = ()) -> Launch:
 class Planned:
     """A config file and its new text."""
 
-    path: Path
+    settings: SettingsFile
     text: str
     existed: bool
 
+    @property
+    def path(self) -> Path:
+        return self.settings.path
 
-def plan(client: str, launch: Launch, path: Path) -> Planned:
+
+def given_file(path: str | Path) -> SettingsFile:
+    """A file the user named with ``--config``: its own folder is its edge (the user chose it)."""
+    absolute = Path(os.path.abspath(path))
+    return SettingsFile(absolute, absolute.parent, str(absolute.parent))
+
+
+def plan(client: str, launch: Launch, path: Path | SettingsFile) -> Planned:
+    settings = path if isinstance(path, SettingsFile) else given_file(path)
+    current = settings.read_text()
     if client == "codex":
-        return Planned(path, _codex(path, launch), path.exists())
+        return Planned(settings, _codex(settings.path, current or "", launch), current is not None)
     entry = launch.entry()
     if client == "claude-code":
         entry = {"type": "stdio", **entry, "env": {}}
-    return Planned(path, _json(path, entry), path.exists())
+    return Planned(settings, _json(settings.path, current, entry), current is not None)
 
 
-def default_path(client: str, root: Path) -> Path | None:
+def default_path(client: str, root: Path) -> SettingsFile | None:
     """Where each client reads its servers: the project's ``.mcp.json``, Codex's ``config.toml``; JSON prints."""
     if client == "claude-code":
-        return root / ".mcp.json"
+        return SettingsFile.in_project(root, ".mcp.json")
     if client == "codex":
         home = os.environ.get("CODEX_HOME")
-        return Path(home) / "config.toml" if home else Path.home() / ".codex" / "config.toml"
+        return SettingsFile.in_user_folder(Path(home) if home else Path.home() / ".codex", "config.toml")
     return None
 
 
@@ -80,16 +96,8 @@ def json_entry(launch: Launch) -> str:
     return json.dumps({"mcpServers": {SERVER_NAME: launch.entry()}}, indent=2) + "\n"
 
 
-def _json(path: Path, entry: dict[str, Any]) -> str:
-    data: dict[str, Any] = {}
-    if path.exists():
-        try:
-            loaded = json.loads(path.read_text("utf-8") or "{}")
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UsageError(f"{path}: not valid JSON ({exc}); fix or remove it, nothing was changed") from None
-        if not isinstance(loaded, dict):
-            raise UsageError(f"{path}: expected a JSON object at the top; nothing was changed")
-        data = loaded
+def _json(path: Path, text: str | None, entry: dict[str, Any]) -> str:
+    data: dict[str, Any] = parse_json_object(text, str(path)) if text and text.strip() else {}
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise UsageError(f"{path}: 'mcpServers' is not an object; nothing was changed")
@@ -97,18 +105,19 @@ def _json(path: Path, entry: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def _codex(path: Path, launch: Launch) -> str:
+def _codex(path: Path, text: str, launch: Launch) -> str:
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
-    text = ""
-    if path.exists():
-        try:
-            text = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"{path}: cannot read ({exc}); nothing was changed") from None
+    from nia_core.project.toml import ConfigError, check_nesting
+
     try:
+        check_nesting(text, str(path))
         document = tomlkit.parse(text)
+    except ConfigError as exc:
+        raise SettingsError(path, str(exc).split(": ", 1)[-1]) from None
+    except RecursionError:
+        raise SettingsError(path, "nested too deeply; nia refuses such a file") from None
     except TOMLKitError as exc:
         raise UsageError(f"{path}: not valid TOML ({exc}); fix it, nothing was changed") from None
     servers = document.get("mcp_servers")
@@ -125,15 +134,5 @@ def _codex(path: Path, launch: Launch) -> str:
 
 
 def write(planned: Planned) -> None:
-    """Replace the file atomically (a crash never leaves half a config)."""
-    planned.path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{planned.path.name}.", dir=planned.path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(planned.text)
-        if planned.existed:
-            os.chmod(tmp, planned.path.stat().st_mode & 0o777)
-        os.replace(tmp, planned.path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace the file in one rename (a crash never leaves half a config), inside its edge."""
+    planned.settings.write(planned.text)

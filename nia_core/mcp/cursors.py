@@ -26,6 +26,7 @@ from typing import Literal
 
 from nia_core.context import LOADER_TIMEOUT, SEPARATOR, SystemContext
 from nia_core.errors import NiaError
+from nia_core.mcp.limits import quoted
 from nia_core.runtime import BoundaryReport, attach
 from nia_core.sessions import Store, pass_boundary
 from nia_core.sessions.store import SessionState
@@ -36,6 +37,10 @@ HOST = "mcp"
 CURSOR = re.compile(r"(mcp-[0-9a-f]{20})\.(\d{1,9})\.(\d{1,12})")
 
 Kind = Literal["baseline", "update", "unchanged", "blocked"]
+
+
+FOREIGN = "it belongs to another project (another Location); start a new chain here with no cursor"
+"""Why a cursor from another Location is refused: which one is not said (its path lies outside this project)."""
 
 
 class CursorError(NiaError):
@@ -81,7 +86,7 @@ class Cursors:
 
     def _context_for(self, path: str) -> SystemContext:
         if path != self.location:
-            raise CursorError(f"this server serves {self.location}, not {path}")
+            raise CursorError(FOREIGN)
         return self.context()
 
     def _boundary(self, store: Store, session_id: str) -> BoundaryReport:
@@ -102,9 +107,9 @@ class Cursors:
         try:
             state = store.state(session_id)
         except NiaError:
-            raise CursorError(f"unknown cursor {cursor!r}: no such chain in {store.url}") from None
+            raise CursorError(f"unknown cursor {quoted(cursor)}: no such chain in this server's store") from None
         if state.session.location != self.location:
-            raise CursorError(f"cursor {cursor!r} belongs to {state.session.location}, not {self.location}")
+            raise CursorError(f"cursor {quoted(cursor)}: {FOREIGN}")
         report = self._boundary(store, session_id)
         state = store.state(session_id)
         if state.epoch is None:  # the epoch ended and no new baseline could be rendered
@@ -129,7 +134,7 @@ class Cursors:
 def _parse(cursor: str) -> tuple[str, int, int]:
     match = CURSOR.fullmatch(cursor.strip())
     if match is None:
-        raise CursorError(f"malformed cursor {cursor!r}: expected SESSION.EPOCH.SEQ as context_changes returned it")
+        raise CursorError(f"malformed cursor {quoted(cursor)}: expected SESSION.EPOCH.SEQ as context_changes gave it")
     return match.group(1), int(match.group(2)), int(match.group(3))
 
 

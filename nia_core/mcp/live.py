@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.context import Location, SystemContext, observe
+from nia_core.files import Refused, read_checked
 from nia_core.mcp.view import ContextView, build_view
 from nia_core.plugin_host.follow import follow, project_files, user_config_folder
 from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
+from nia_core.project.config import COMMANDS_FILE
+from nia_core.project.toml import MAX_CONFIG_BYTES
 
 log = logging.getLogger("nia.mcp")
 
@@ -43,6 +46,14 @@ class Change:
 
     def __bool__(self) -> bool:
         return bool(self.uris or self.resources_listed or self.prompts_listed)
+
+    def merged(self, later: Change) -> Change:
+        """This change and a later one as one announcement (each URI once)."""
+        return Change(
+            tuple(dict.fromkeys((*self.uris, *later.uris))),
+            self.resources_listed or later.resources_listed,
+            self.prompts_listed or later.prompts_listed,
+        )
 
 
 Listener = Callable[[Change], None]
@@ -137,9 +148,12 @@ class LiveContext:
     # -- after each reload ------------------------------------------------------------
 
     def _on_result(self, result: ReloadResult) -> None:
-        for error in result.errors:
-            log.warning("%s", error)
-        self._publish(result, announce=True)
+        try:
+            for error in result.errors:
+                log.warning("%s", error)
+            self._publish(result, announce=True)
+        except Exception as exc:  # noqa: BLE001 - the follower never dies: this one is reported, the next runs
+            self._on_crash(exc)
 
     def _on_crash(self, exc: Exception) -> None:
         log.warning("reload failed: %s: %s (still watching)", type(exc).__name__, exc)
@@ -175,11 +189,15 @@ class LiveContext:
                     log.exception("change listener failed")
 
     def _workflows_fingerprint(self) -> str:
-        path = self.location.root / ".nia" / "commands.toml"
+        """What ``.nia/commands.toml`` holds now, through the checked reader (no FIFO, link out or endless file)."""
+        root = self.location.root
         try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
+            content = read_checked(root / ".nia" / COMMANDS_FILE, root, MAX_CONFIG_BYTES)
+        except Refused as exc:
+            return f"refused: {exc.problem}"
         except OSError:
             return ""
+        return hashlib.sha256(content.data).hexdigest()
 
 
 def _is_project(root: Path) -> bool:

@@ -2,32 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import io
 import ipaddress
 import logging
 import signal
 import sys
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any
 
 import anyio
 import mcp_types as types
-from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from nia_core.context import Location
 from nia_core.errors import UsageError
+from nia_core.mcp import missing_sdk, wire
 from nia_core.mcp.cursors import Cursors
+from nia_core.mcp.limits import MAX_MESSAGE_BYTES
 from nia_core.mcp.live import DEFAULT_INTERVAL, LiveContext
 from nia_core.mcp.prompts import Prompts
 from nia_core.mcp.server import NiaServer
-from nia_core.mcp.stdio import ClaimedStdio, claim_stdio
+from nia_core.mcp.stdio import ClaimedStdio, Lines, Output, Oversize, claim_stdio
+from nia_core.mcp.wire import InFlight
 from nia_core.plugin_host.watch import WatchSettings
 from nia_core.sessions.open import open_store
 
@@ -79,68 +77,58 @@ def serve_stdio(options: Options) -> None:
         claimed.release()
 
 
-class _Lines:
-    """Lines from the real stdin, read on a daemon thread: a blocked read never holds up shutdown."""
-
-    def __init__(self, stream: BinaryIO) -> None:
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-
-        def read() -> None:
-            text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-            try:
-                for line in text:
-                    loop.call_soon_threadsafe(self._queue.put_nowait, line)
-            except (OSError, ValueError):
-                pass
-            finally:
-                try:
-                    loop.call_soon_threadsafe(self._queue.put_nowait, None)
-                except RuntimeError:  # the loop is gone: nobody is listening
-                    pass
-
-        threading.Thread(target=read, name="nia-mcp-stdin", daemon=True).start()
-
-    def __aiter__(self) -> _Lines:
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self._queue.get()
-        if line is None:
-            raise StopAsyncIteration
-        return line
-
-
 async def _stdio_main(server: NiaServer, claimed: ClaimedStdio) -> None:
     server.bind_loop()
     server.live.start()
-    stdout: Any = anyio.wrap_file(io.TextIOWrapper(claimed.stdout, encoding="utf-8", newline="\n"))
+    stdout = await Output.open(claimed.stdout)
+    lines = Lines(claimed.stdin)
+    in_flight = InFlight()
+    to_server, from_client = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    to_client, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     async with anyio.create_task_group() as group:
         group.start_soon(_stop_on_signals, group.cancel_scope)
-        async with stdio_server(_Lines(claimed.stdin), stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
-            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            group.start_soon(_screen, read_stream, send, write_stream)
-            low = server._lowlevel_server
-            await low.run(receive, write_stream, low.create_initialization_options())
+        group.start_soon(_write, from_server, stdout, in_flight)
+        group.start_soon(_read, lines, to_server, to_client, in_flight)
+        low = server._lowlevel_server
+        await low.run(from_client, to_client, low.create_initialization_options())
         group.cancel_scope.cancel()  # EOF: the client is gone
 
 
-async def _screen(read_stream: Any, forward: Any, write_stream: Any) -> None:
-    """Answer a line that is not JSON-RPC with a protocol error (the SDK would drop it silently)."""
+async def _read(lines: Lines, forward: Any, answer: Any, in_flight: InFlight) -> None:
+    """Parse each line, answer what is not a JSON-RPC message, and admit requests within the in-flight bounds."""
     async with forward:
-        async for item in read_stream:
-            if not isinstance(item, Exception):
-                await forward.send(item)
+        while (line := await lines.next()) is not None:
+            message: types.JSONRPCMessage | None = None
+            refusal: types.JSONRPCError | None = None
+            if isinstance(line, Oversize):
+                refusal = wire.oversize(line)
+            elif line.isspace():
                 continue
-            invalid_json = isinstance(item, ValidationError) and any(e["type"] == "json_invalid" for e in item.errors())
-            error = types.ErrorData(
-                code=types.PARSE_ERROR if invalid_json else types.INVALID_REQUEST,
-                message="Parse error: not JSON" if invalid_json else "Invalid request: not a JSON-RPC 2.0 message",
-            )
-            try:
-                await write_stream.send(SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error)))
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                return
+            else:
+                message, refusal = wire.parse(line)
+                size = len(line)
+            if refusal is not None:
+                try:
+                    await answer.send(SessionMessage(refusal))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    return
+                continue
+            if isinstance(message, types.JSONRPCRequest):
+                await in_flight.admit(message.id, size)
+            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                in_flight.cancelled(message.params)
+            if message is not None:
+                await forward.send(SessionMessage(message))
+
+
+async def _write(messages: Any, stdout: Output, in_flight: InFlight) -> None:
+    """Write each message as one line; a request counts as answered once its answer is written."""
+    async with messages:
+        async for session_message in messages:
+            message = session_message.message
+            await stdout.write(message.model_dump_json(by_alias=True, exclude_unset=True) + "\n")
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and message.id is not None:
+                in_flight.answered(message.id)
 
 
 async def _stop_on_signals(scope: anyio.CancelScope) -> None:
@@ -208,6 +196,10 @@ def check_remote(options: Options) -> None:
 
 def serve_http(options: Options) -> None:
     check_remote(options)
+    try:
+        import uvicorn  # noqa: F401 - the SDK's dependency, imported only for HTTP
+    except ImportError as exc:
+        raise UsageError(missing_sdk(exc)) from None
     assert options.http is not None
     host, port = options.http
     if not is_loopback(host):
@@ -234,7 +226,9 @@ async def _http_main(server: NiaServer, host: str, port: int, settings: Transpor
         def capture_signals(self) -> Iterator[None]:
             yield
 
-    app = server.streamable_http_app(host=host, transport_security=settings)
+    app = wire.ScreenHttp(
+        server.streamable_http_app(host=host, transport_security=settings, max_request_body_size=MAX_MESSAGE_BYTES)
+    )
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
     web = Web(config)
     server.bind_loop()

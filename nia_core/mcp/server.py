@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Annotated, Any
 
 import anyio
 import mcp_types as types
+import pydantic_core
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.helper_types import ReadResourceContents
@@ -30,7 +32,8 @@ from pydantic import BaseModel, Field
 
 from nia_core.about import __version__
 from nia_core.errors import NiaError
-from nia_core.mcp.cursors import Changes, Cursors
+from nia_core.mcp.cursors import Changes, CursorError, Cursors
+from nia_core.mcp.limits import ERROR_CHARS, clipped, quoted
 from nia_core.mcp.live import Change, LiveContext
 from nia_core.mcp.prompts import Prompts
 from nia_core.mcp.view import CONTEXT_URI, SOURCE_PREFIX, ContextView
@@ -65,12 +68,16 @@ class NiaServer(MCPServer):
         self.cursors = cursors
         self.prompts = prompts
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: Change | None = None
+        self._announcing = False
+        self._pending_lock = threading.Lock()
         # Per connection (a ServerSession lives for one request): who hears old-style notifications.
         self._legacy: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._subscribed: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
         low = self._lowlevel_server
         low.add_request_handler("resources/subscribe", types.SubscribeRequestParams, self._subscribe)
         low.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, self._unsubscribe)
+        low.middleware.append(self._short_errors)
         low.middleware.append(self._track_sessions)
         announce = NotificationOptions(prompts_changed=True, resources_changed=True)
         plain = low.create_initialization_options
@@ -100,14 +107,36 @@ class NiaServer(MCPServer):
         self._loop = asyncio.get_running_loop()
 
     def _on_change(self, change: Change) -> None:
-        """Called on the follower thread after each change; hands it to the event loop."""
+        """Called on the follower thread after each change; hands it to the event loop.
+
+        Changes that arrive while an announcement is still being written (a
+        client that does not read its notifications) are merged into one
+        pending change, so a slow client costs one change, not one per save.
+        """
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+        with self._pending_lock:
+            self._pending = change if self._pending is None else self._pending.merged(change)
+            if self._announcing:
+                return
+            self._announcing = True
         try:
-            asyncio.run_coroutine_threadsafe(self.announce(change), loop)
+            asyncio.run_coroutine_threadsafe(self._announce_pending(), loop)
         except RuntimeError:  # the loop is shutting down
             pass
+
+    async def _announce_pending(self) -> None:
+        while True:
+            with self._pending_lock:
+                change, self._pending = self._pending, None
+                if change is None:
+                    self._announcing = False
+                    return
+            try:
+                await self.announce(change)
+            except Exception:  # one failed announcement must not silence the later ones
+                log.exception("announcing a change failed")
 
     async def announce(self, change: Change) -> None:
         """Publish one change: each URI once, then the list changes."""
@@ -131,6 +160,25 @@ class NiaServer(MCPServer):
             except Exception as exc:  # noqa: BLE001 - a client that went away stops hearing, nothing else
                 log.debug("dropping a legacy client: %s: %s", type(exc).__name__, exc)
                 self._legacy.discard(connection)
+
+    async def _short_errors(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """Every error the client gets is short, whoever raised it: the SDK's own quote the request whole
+        (``Unknown tool: NAME``, ``Method not found`` with the method as data)."""
+        try:
+            result = await call_next(ctx)
+        except MCPError as exc:
+            error = exc.error
+            data = error.data
+            if data is not None and len(pydantic_core.to_json(data)) > ERROR_CHARS:
+                data = None
+            if len(error.message) <= ERROR_CHARS and data is error.data:
+                raise
+            raise MCPError(error.code, clipped(error.message), data) from None
+        if isinstance(result, dict) and result.get("isError") is True and isinstance(result.get("content"), list):
+            for item in result["content"]:  # the result in its wire form
+                if isinstance(item, dict) and isinstance(item.get("text"), str):
+                    item["text"] = clipped(item["text"])
+        return result
 
     async def _track_sessions(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
@@ -164,7 +212,7 @@ class NiaServer(MCPServer):
             return
         if not uri.startswith(SOURCE_PREFIX):
             raise MCPError(
-                types.INVALID_PARAMS, f"unknown resource {uri!r}: nia serves {CONTEXT_URI} and {SOURCE_TEMPLATE}"
+                types.INVALID_PARAMS, f"unknown resource {quoted(uri)}: nia serves {CONTEXT_URI} and {SOURCE_TEMPLATE}"
             )
 
     async def list_resources(self) -> list[types.Resource]:
@@ -219,8 +267,7 @@ class NiaServer(MCPServer):
         if state is None:
             raise MCPError(
                 types.INVALID_PARAMS,
-                f"no source {key!r} at {self.live.location.path} (it may have been removed)",
-                {"uri": uri},
+                f"no source {quoted(key)} in this project (it may have been removed)",
             )
         if state.text is None:
             raise MCPError(
@@ -270,8 +317,12 @@ class NiaServer(MCPServer):
         """What changed since ``cursor``, as a nia session would have admitted it."""
         try:
             changes: Changes = await anyio.to_thread.run_sync(self.cursors.changes, cursor or None)
-        except NiaError as exc:  # a bad cursor, a blocked context, a store error: the model reads why
+        except CursorError as exc:  # a bad cursor, a blocked context: the model reads why
             return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))], is_error=True)
+        except NiaError as exc:  # the store's own errors name its file, outside the project: only the log says
+            log.warning("context_changes: %s", exc)
+            text = "nia's session store could not answer; the server's log says why"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
         output = ChangesOutput(
             cursor=changes.cursor, kind=changes.kind, text=changes.text, blocked_on=list(changes.blocked_on)
         )

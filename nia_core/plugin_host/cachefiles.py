@@ -1,14 +1,29 @@
-"""The user cache folder and its files: where nia keeps what a later run may reuse (stdlib ``os`` only).
+"""The user cache folder and its files: what a later run may reuse, read back only when it can be trusted.
 
-A cached start (``nia --help``) reads its file through this module alone, so
-it imports no :mod:`pathlib`, :mod:`hashlib` or :mod:`tempfile`.
+Every file nia keeps in the cache folder (the entry-point scans, the
+``--help`` rows) is read with :func:`read_cache` and written with
+:func:`write_cache`, on top of :func:`nia_core.files.read_private` and
+:func:`~nia_core.files.write_private`. A cache file is used only when it is a
+regular file of at most :data:`~nia_core.files.PRIVATE_LIMIT` bytes of JSON,
+owned by the current user, and neither it nor its folder is writable by
+anyone else; otherwise it is ignored, and ``--debug`` says why. The caller then
+checks the JSON's shape (:func:`shaped`) before it trusts any value in it, so a
+damaged file is a cache miss, never an error.
+
+A cached start (``nia --help``) reads its file through this module, so it
+imports no :mod:`pathlib`, :mod:`hashlib`, :mod:`tempfile` or :mod:`logging`.
 """
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
-import time
+from typing import Any
+
+from nia_core.files import Refused, open_private_folder, read_private, write_private
+from nia_core.lazylog import lazy_logger
+
+log = lazy_logger("nia.cache")
 
 
 def cache_folder() -> str:
@@ -36,24 +51,112 @@ def digest(text: str) -> str:
     return f"{value:016x}"
 
 
-def write_atomically(path: str | os.PathLike[str], text: str) -> bool:
-    """Replace ``path`` with ``text`` whole (a reader sees the old file or the new one); ``False`` if it failed.
+def read_cache(name: str) -> Any:
+    """The JSON in the cache file ``name``, or ``None`` when it is absent or cannot be trusted (said under --debug).
 
-    The temporary file is named after this process, not made by :mod:`tempfile`
-    (whose import costs more than the write). A read-only home is no reason to
-    fail a command: the next run computes again.
+    ``None`` is never a valid cache: every cache file holds an object.
     """
-    path = os.fspath(path)
-    folder, name = os.path.split(path)
-    temporary = os.path.join(folder, f".{name}-{os.getpid()}-{time.monotonic_ns()}.tmp")
+    folder = cache_folder()
     try:
-        os.makedirs(folder or os.curdir, exist_ok=True)
-        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        data = read_private(folder, name)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.debug("cache file %s ignored: %s", os.path.join(folder, name), _reason(exc))
+        return None
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested past the parser's depth
+        log.debug("cache file %s ignored: not JSON nia wrote (%s)", os.path.join(folder, name), type(exc).__name__)
+        return None
+
+
+def ignored(name: str, why: str) -> None:
+    """Say under ``--debug`` that the cache file ``name`` was read but its content is not what nia writes."""
+    log.debug("cache file %s ignored: %s", os.path.join(cache_folder(), name), why)
+
+
+def write_cache(name: str, value: Any) -> bool:
+    """Replace the cache file ``name`` with ``value`` as JSON; ``False`` (said under --debug) when it was not written.
+
+    A read-only home, or a cache folder another user could write to, is no
+    reason to fail a command: the next run computes again.
+    """
+    try:
+        write_private(cache_folder(), name, json.dumps(value).encode("utf-8"))
+    except OSError as exc:
+        log.debug("cache file %s not written: %s", os.path.join(cache_folder(), name), _reason(exc))
         return False
     return True
+
+
+def prune(prefix: str, keep: int) -> None:
+    """Remove the oldest cache files named ``prefix*.json`` beyond ``keep``, in a folder nia trusts."""
+    try:
+        folder = open_private_folder(cache_folder())
+    except OSError:
+        return
+    try:
+        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
+        if len(names) <= keep:
+            return
+        dated = sorted(names, key=lambda n: _mtime_in(folder, n), reverse=True)
+        for name in dated[keep:]:
+            try:
+                os.unlink(name, dir_fd=folder)
+            except OSError:
+                pass
+    except OSError:
+        return
+    finally:
+        os.close(folder)
+
+
+def _mtime_in(folder: int, name: str) -> int:
+    try:
+        return os.stat(name, dir_fd=folder, follow_symlinks=False).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _reason(exc: OSError) -> str:
+    return exc.problem if isinstance(exc, Refused) else (exc.strerror or type(exc).__name__)
+
+
+def shaped(value: Any, shape: Any) -> bool:
+    """Whether JSON ``value`` has ``shape``, checked whole before any value in it is used.
+
+    A shape is a type or a tuple of types (any of them; ``int`` never matches
+    a bool), ``[item]`` (a list of items of that shape), :class:`Pair`
+    (a list of exactly those shapes) or ``{key: shape}`` (an object with at
+    least those keys). Iterative: a deep value costs no recursion of nia's own.
+    """
+    stack = [(value, shape)]
+    while stack:
+        item, want = stack.pop()
+        if isinstance(want, dict):
+            if not isinstance(item, dict) or not all(k in item for k in want):
+                return False
+            stack.extend((item[k], v) for k, v in want.items())
+        elif isinstance(want, list):
+            if not isinstance(item, list):
+                return False
+            stack.extend((element, want[0]) for element in item)
+        elif isinstance(want, Pair):
+            if not isinstance(item, list) or len(item) != len(want.items):
+                return False
+            stack.extend(zip(item, want.items, strict=True))
+        else:
+            kinds = want if isinstance(want, tuple) else (want,)
+            if not any(type(item) is kind or (kind is not int and isinstance(item, kind)) for kind in kinds):
+                return False
+    return True
+
+
+class Pair:
+    """A shape for :func:`shaped`: a JSON list of exactly these shapes, in order."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, *items: Any) -> None:
+        self.items = items

@@ -13,7 +13,6 @@ the distributions that contributed a plugin (for edits made in place).
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
 import os
@@ -25,8 +24,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from nia_core.files import read_checked
 from nia_core.lazylog import lazy_logger
-from nia_core.plugin_host.cachefiles import cache_enabled, cache_folder, digest, write_atomically
+from nia_core.plugin_host.cachefiles import (
+    Pair,
+    cache_enabled,
+    cache_folder,
+    digest,
+    ignored,
+    prune,
+    read_cache,
+    shaped,
+    write_cache,
+)
 from nia_core.records import record
 
 log = lazy_logger("nia.host")
@@ -78,6 +88,8 @@ def cache_dir() -> Path:
     return Path(cache_folder())
 
 
+DIRECT_URL_LIMIT = 64 * 1024
+"""A PEP 610 ``direct_url.json`` is a few hundred bytes; a larger one is not an editable install's."""
 KEEP = 8
 """Cache files kept per interpreter and group (one per ``sys.path`` seen); the oldest beyond go."""
 
@@ -87,7 +99,7 @@ def _prefix(group: str) -> str:
     return f"entry-points-{digest(identity)}-"
 
 
-def cache_file(group: str) -> Path:
+def cache_name(group: str) -> str:
     """One file per interpreter, group and ``sys.path``.
 
     Another venv never reads this one's answer, and two processes of one
@@ -95,22 +107,12 @@ def cache_file(group: str) -> Path:
     script, a hook's ``PYTHONPATH`` and a shell) each keep their own file
     instead of evicting each other's at every run.
     """
-    return cache_dir() / f"{_prefix(group)}{digest(chr(0).join(sys.path))}.json"
+    return f"{_prefix(group)}{digest(chr(0).join(sys.path))}.json"
 
 
-def _prune(group: str, keep: int = KEEP) -> None:
-    """Remove this interpreter's oldest cache files of ``group`` beyond ``keep``: the folder stays bounded."""
-    folder, prefix = cache_folder(), _prefix(group)
-    try:
-        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(".json")]
-    except OSError:
-        return
-    if len(names) <= keep:
-        return
-    dated = sorted(names, key=lambda n: _mtime(os.path.join(folder, n)) or 0, reverse=True)
-    for name in dated[keep:]:
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(folder, name))
+def cache_file(group: str) -> Path:
+    """Where :func:`cache_name` lies in the cache folder."""
+    return cache_dir() / cache_name(group)
 
 
 def _mtime(path: str) -> int | None:
@@ -157,9 +159,9 @@ def editable_metadata(metadata: str | None) -> bool:
     if not metadata:
         return False
     try:
-        with open(os.path.join(metadata, "direct_url.json"), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
+        content = read_checked(os.path.join(metadata, "direct_url.json"), None, DIRECT_URL_LIMIT)
+        data = None if content.oversize else json.loads(content.data)
+    except (OSError, ValueError, RecursionError):
         return False
     return isinstance(data, dict) and isinstance(data.get("dir_info"), dict) and bool(data["dir_info"].get("editable"))
 
@@ -168,7 +170,10 @@ def _precedence(paths: Sequence[str]) -> Any:
     """Deterministic order: by ``sys.path`` position (as for imports), then distribution and name."""
     positions: dict[str, int] = {}
     for index, entry in enumerate(paths):
-        positions.setdefault(os.path.abspath(entry or os.curdir), index)
+        try:
+            positions.setdefault(os.path.abspath(entry or os.curdir), index)
+        except OSError:  # a relative entry, and the working directory was deleted: it finds nothing
+            continue
 
     def key(record: EntryPointRecord) -> tuple[int, str, str]:
         folder = os.path.dirname(record.metadata) if record.metadata else ""
@@ -185,42 +190,60 @@ def watched_files(records: Sequence[EntryPointRecord]) -> list[list[Any]]:
     return [[f, _mtime(f)] for f in files]
 
 
-def _read(path: Path, key: list[Any]) -> list[EntryPointRecord] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or data.get("key") != key:
-        return None
-    try:
-        if any(_mtime(name) != mtime for name, mtime in data["files"]):
-            return None
-        return [EntryPointRecord(**item) for item in data["entry_points"]]
-    except (KeyError, TypeError, ValueError):
-        return None
+_TEXT = str
+_MAYBE_TEXT = (str, type(None))
+SHAPE = {
+    "key": list,
+    "files": [Pair(str, (int, type(None)))],
+    "entry_points": [
+        {
+            "name": _TEXT,
+            "value": _TEXT,
+            "group": _TEXT,
+            "distribution": _MAYBE_TEXT,
+            "version": _MAYBE_TEXT,
+            "metadata": _MAYBE_TEXT,
+            "editable": bool,
+        }
+    ],
+}
+"""What :func:`_write` writes; a file of any other shape is ignored before a value in it is used."""
+FIELDS = frozenset(SHAPE["entry_points"][0])  # type: ignore[index]
 
 
-def _write(path: Path, group: str, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
+def _read(name: str, key: list[Any]) -> list[EntryPointRecord] | None:
+    data = read_cache(name)
+    if data is None:
+        return None
+    if not shaped(data, SHAPE) or any(set(item) != FIELDS for item in data["entry_points"]):
+        ignored(name, "not the shape nia writes")
+        return None
+    if data["key"] != key:
+        return None
+    if any("\0" in name for name, _ in data["files"]) or any(_mtime(f) != mtime for f, mtime in data["files"]):
+        return None
+    return [EntryPointRecord(**item) for item in data["entry_points"]]
+
+
+def _write(name: str, group: str, key: list[Any], records: Sequence[EntryPointRecord]) -> None:
     data = {"key": key, "files": watched_files(records), "entry_points": [asdict(r) for r in records]}
-    if not write_atomically(path, json.dumps(data)):
-        log.debug("entry-point cache not written to %s", path)
-        return
-    _prune(group)
+    if write_cache(name, data):
+        prune(_prefix(group), KEEP)
 
 
 def scan(group: str) -> list[EntryPointRecord]:
     """The entry points of ``group``, from the cache when nothing installed has changed."""
     if not cache_enabled():
         return scan_uncached(group)
-    path = cache_file(group)
+    name = cache_name(group)
     key = path_key(sys.path)
-    cached = _read(path, key)
+    cached = _read(name, key)
     if cached is not None:
         return cached
-    log.debug("entry points: scanned, no cache valid for this sys.path (%s)", path.name)
+    log.debug("entry points: scanned, no cache valid for this sys.path (%s)", name)
     records = scan_uncached(group)
     if not _racy(key):
-        _write(path, group, key, records)
+        _write(name, group, key, records)
     return records
 
 
@@ -231,6 +254,4 @@ def _racy(key: list[Any]) -> bool:
 
 def forget(group: str) -> None:
     """Drop this interpreter's cached scans of ``group``, every ``sys.path``'s (after ``nia plugins install``)."""
-    _prune(group, keep=0)
-    with contextlib.suppress(OSError):
-        cache_file(group).unlink()
+    prune(_prefix(group), keep=0)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
-from nia_core.context.observe import max_source_bytes, too_large
+from nia_core.context.observation import max_source_bytes, too_large
 from nia_core.deadline import Late, call_each
 from nia_core.errors import message_of, one_line
 from nia_core.plugin_host.manager import PluginHost
@@ -64,7 +64,7 @@ def _encode_problem(source: ContextSource, value: object) -> str | None:
         encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
         return f"codec could not encode the value: {message_of(exc)}"
-    oversized = too_large(Observation(source.key, value, "ok"), encoded, max_source_bytes())
+    oversized = too_large(Observation(source.key, value, "ok"), encoded, source.value_limit(max_source_bytes()))
     return oversized.reason if oversized is not None else None
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import tomlkit
 
 from nia_core.files import Refused, open_folder_inside, read_checked
-from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, project_root_of
+from nia_core.project.toml import BOM, MAX_CONFIG_BYTES, ConfigError, config_text, parse_toml, project_root_of
 
 
 def _plugins_table(document: Any, path: Path, *, create: bool) -> Any:
@@ -52,7 +52,8 @@ def set_disabled(path: Path, name: str, disabled: bool) -> bool:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     parse_toml(raw, str(path))  # a broken file fails here, with its file and line
-    text = raw.decode("utf-8")  # bytes: keep CRLF line ends
+    text = config_text(raw, str(path))  # from bytes: keep CRLF line ends
+    mark = BOM if raw.startswith(BOM.encode()) else ""  # the file keeps the byte-order mark its editor wrote
     document = tomlkit.parse(text)
     plugins = _plugins_table(document, path, create=disabled)
     if plugins is None:
@@ -70,7 +71,7 @@ def set_disabled(path: Path, name: str, disabled: bool) -> bool:
             return False
         for index in reversed([i for i, value in enumerate(names) if value == name]):
             del names[index]
-    _write(path, tomlkit.dumps(document))
+    _write(path, mark + tomlkit.dumps(document))
     return True
 
 

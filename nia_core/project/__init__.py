@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from nia_core.lazy import lazy_exports
 
 if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a project needs no workflow code
-    from nia_core.project.locate import locate as locate
+    from nia_core.project.root import locate as locate
     from nia_core.project.toml import read_toml as read_toml
     from nia_core.project.workflow import Workflow as Workflow
     from nia_core.project.workflow import assemble_workflow as assemble_workflow
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a proje
 __all__, __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "nia_core.project.locate": ("locate",),
+        "nia_core.project.root": ("locate",),
         "nia_core.project.toml": ("read_toml",),
         "nia_core.project.workflow": ("Workflow", "assemble_workflow"),
     },

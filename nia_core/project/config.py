@@ -19,7 +19,7 @@ from typing import Any, Literal, NoReturn, TypeVar
 from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
 from nia_core.project.paths import shown_path
-from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, parse_toml, refused_config
+from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, config_text, parse_toml, refused_config
 from nia_core.records import record
 
 EntryKind = Literal["file", "directory"]
@@ -374,7 +374,7 @@ def _read(root: Path, filename: str) -> tuple[Signature, dict[str, Any], str] | 
         with _lock:
             _parsed[(str(path), display)] = (content.sig, exc, "")
         raise
-    text = content.data.decode("utf-8")
+    text = config_text(content.data, display)
     with _lock:
         _parsed[(str(path), display)] = (content.sig, data, text)
     return content.sig, data, text

@@ -1,7 +1,8 @@
 """What nia generates inside a project's ``.nia/`` is kept out of version control by a ``.nia/.gitignore``.
 
 Written the first time nia writes there, never rewritten: once it exists it is
-the user's file (they may have committed their own).
+the user's file (they may have committed their own). It lists itself too, so
+the file nia adds does not show in ``git status`` either.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from nia_core.files import open_folder_inside
 GENERATED = ("logs/", "hook-output/")
 """The folders under ``.nia/`` that nia writes: transaction logs, and hook output too long for a host."""
 
+GENERATED_NAMES = (".gitignore", *(folder.rstrip("/") for folder in GENERATED))
+"""Every name under ``.nia/`` that nia generates, this ignore file included: never a change of the project's."""
+
 GITIGNORE = "# Written by nia the first time it wrote here: what it generates is not part of the project.\n" + "".join(
-    f"/{folder}\n" for folder in GENERATED
+    f"/{name}/\n" if f"{name}/" in GENERATED else f"/{name}\n" for name in GENERATED_NAMES
 )
 
 

@@ -24,9 +24,20 @@ __all__ = [
     "ContextPathError",
     "canonical",
     "check_kind",
+    "global_instructions",
     "in_git_dir",
     "inside",
 ]
+
+
+def global_instructions() -> Path:
+    """The user-global ``AGENTS.md``: ``$XDG_CONFIG_HOME/nia/AGENTS.md`` (by default ``~/.config/nia/AGENTS.md``).
+
+    Named here, below the built-in instructions plugin that reads it and the
+    agent hooks that deliver it where a host does not load it itself.
+    """
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(config_home) / "nia" / "AGENTS.md"
 
 
 def _escape(ch: str) -> str:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
-from nia_core.context.source import Constant
+from nia_core.context.source import Constant, bounded_by_nia
 from nia_core.files import Content, Refused
 from nia_core.lazylog import lazy_logger
 from nia_core.project.config import CommitConfig, PromptFormat
@@ -266,7 +266,7 @@ def file_source(
     # A CachedFile: nia knows it is fast, so an unchanged file costs one stat on the caller's thread.
     load = FILES.loader(real, root=root, limit=MAX_FILE_BYTES, derive=value_of, on_error=refused)
 
-    return ContextSource(
+    source = ContextSource(
         key=key,
         load=load,
         baseline=lambda value: render_file(value, fmt, element),
@@ -279,3 +279,11 @@ def file_source(
         ),
         codec=FILE_CODEC,
     )
+    # The file-size cap bounds this value, not NIA_MAX_SOURCE_BYTES: a file the cap admits is never refused
+    # for its JSON, in which one byte can take six (a control character is written \u00XX).
+    named = len(path.encode("utf-8", "surrogateescape")) + len(description.encode("utf-8", "surrogateescape"))
+    return bounded_by_nia(source, JSON_EXPANSION * (MAX_FILE_BYTES + named) + 1024)
+
+
+JSON_EXPANSION = 6
+"""The most bytes of canonical JSON one byte of text can become (``\u0001`` for a control character)."""

@@ -140,12 +140,31 @@ def check_nesting(text: str, display: str, limit: int = MAX_NESTING) -> None:
             depth = max(0, depth - 1)
 
 
-def parse_toml(data: bytes, display: str) -> dict[str, Any]:
-    """Parse TOML bytes; errors name ``display`` and the line."""
+BOM = "\ufeff"
+"""The byte-order mark some editors (Windows Notepad, Visual Studio) put at the start of a UTF-8 file."""
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def config_text(data: bytes, display: str) -> str:
+    """The text of a configuration file: UTF-8, without a leading byte-order mark (which is no TOML).
+
+    :mod:`tomllib` reads a BOM as a bad key at line 1, column 1; the file is
+    read as the editor meant it instead. A file saved as UTF-16 is named as such.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if data.startswith(_UTF16_BOMS):
+            raise ConfigError(
+                f"{display}: saved as UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+            ) from None
         raise ConfigError(f"{display}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def parse_toml(data: bytes, display: str) -> dict[str, Any]:
+    """Parse TOML bytes; errors name ``display`` and the line."""
+    text = config_text(data, display)
     check_nesting(text, display)
     import tomllib  # only when a file exists: most hook runs read none
 
@@ -162,4 +181,13 @@ def parse_toml(data: bytes, display: str) -> dict[str, Any]:
         raise ConfigError(f"{where}: TOML syntax error: {reason}", file=display, line=line) from None
 
 
-__all__ = ["MAX_CONFIG_BYTES", "MAX_NESTING", "ConfigError", "check_nesting", "parse_toml", "read_toml"]
+__all__ = [
+    "BOM",
+    "MAX_CONFIG_BYTES",
+    "MAX_NESTING",
+    "ConfigError",
+    "check_nesting",
+    "config_text",
+    "parse_toml",
+    "read_toml",
+]

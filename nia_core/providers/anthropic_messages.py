@@ -322,6 +322,9 @@ class _MessagesStream(StreamAssembler):
         elif kind == "message_stop":
             self.stopped = True
 
+    def whole(self) -> bool:
+        return self.incomplete() is None
+
     def incomplete(self) -> str | None:
         return None if self.stopped else "the stream ended before message_stop"
 

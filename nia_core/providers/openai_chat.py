@@ -252,8 +252,9 @@ def _count(value: Any) -> int:
 class _ChatStream(StreamAssembler):
     """``chat.completion.chunk`` events: choice 0's content deltas and tool-call fragments by index, usage last.
 
-    As the SDK's stream helper: an event whose ``object`` is another type (an
-    Azure content-filter notice) is skipped whole, its ``usage`` included; only
+    As the SDK's stream helper: an event whose ``object`` is not
+    ``chat.completion.chunk`` (an Azure content-filter notice) is skipped
+    whole, its ``usage`` included; only
     choice 0 is assembled when a server sends several (``n > 1``). The stream
     is whole at ``[DONE]``, or once both the finish chunk and the usage chunk
     (which ``stream_options.include_usage`` promises) arrived.
@@ -279,8 +280,8 @@ class _ChatStream(StreamAssembler):
                 f"{self.endpoint.label}: the stream from {self.endpoint.shown} reported an error: "
                 f"{_error_text(chunk['error'])}"
             )
-        if chunk.get("object", CHUNK_OBJECT) != CHUNK_OBJECT:
-            return
+        if chunk.get("object") != CHUNK_OBJECT:
+            return  # the SDK's _is_valid_chat_completion_chunk_weak: not a chunk (an Azure filter notice, say)
         if isinstance(chunk.get("usage"), dict):
             self.usage = _usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
@@ -308,6 +309,9 @@ class _ChatStream(StreamAssembler):
                 if function.get("name"):
                     call["name"] = function["name"]
                 call["arguments"] += function.get("arguments") or ""
+
+    def whole(self) -> bool:
+        return self.incomplete() is None
 
     def incomplete(self) -> str | None:
         if self.done or (self.finished and self.usage is not None):

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from nia_core.http import redact_url
 from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
-from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
+from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body, encode_parts
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
 from nia_core.providers.transport import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 
@@ -33,6 +33,10 @@ class StreamAssembler(ABC):
         A stream cut short before anything was delivered is retried; after, it is an error, never a reply.
         """
         return None
+
+    def whole(self) -> bool:
+        """Whether the reply is complete already, so nothing after this event is read (``False``: read to the end)."""
+        return False
 
 
 class RemoteProvider(ABC):
@@ -116,7 +120,7 @@ class RemoteProvider(ABC):
         body = self.lower(request)
         endpoint = self.endpoint()
         if stream is None:
-            obj = self.client.post_json(endpoint, encode_body(body))
+            obj = self.client.post_json(endpoint, encode_parts(body))
             reply = _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
         else:
             assembler = self.assembler(endpoint, stream)
@@ -124,7 +128,9 @@ class RemoteProvider(ABC):
             def feed(event: ServerSentEvent) -> None:
                 _shaped(endpoint, lambda: assembler.feed(event))
 
-            self.client.post_stream(endpoint, encode_body(self.streaming_body(body)), feed, assembler.incomplete)
+            self.client.post_stream(
+                endpoint, encode_parts(self.streaming_body(body)), feed, assembler.incomplete, assembler.whole
+            )
             reply = _shaped(endpoint, assembler.reply)
         declared = self.declared_tools(body)
         undeclared = tuple(call.id for call in reply.tool_calls if call.name not in declared)

@@ -27,7 +27,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
+from nia_core.http import (
+    CREDENTIAL_HEADERS,
+    Body,
+    Deadline,
+    HttpFailure,
+    Limits,
+    Response,
+    header_items,
+    redact_url,
+    request,
+)
 from nia_core.model import ProviderError
 
 log = logging.getLogger("nia.http")
@@ -138,7 +148,7 @@ class HttpClient:
         self.sleep = sleep
         self.limits = limits or Limits()
 
-    def post_json(self, endpoint: Endpoint, body: bytes) -> dict[str, Any]:
+    def post_json(self, endpoint: Endpoint, body: Body) -> dict[str, Any]:
         """POST ``body`` and return the decoded JSON object of the reply."""
 
         def read(response: Response, deadline: Deadline) -> dict[str, Any]:
@@ -149,14 +159,17 @@ class HttpClient:
     def post_stream(
         self,
         endpoint: Endpoint,
-        body: bytes,
+        body: Body,
         on_event: Callable[[ServerSentEvent], None],
         incomplete: Callable[[], str | None] = lambda: None,
+        whole: Callable[[], bool] = lambda: False,
     ) -> None:
         """POST ``body`` and feed each server-sent event to ``on_event`` as it arrives.
 
         ``incomplete`` says, once the body has ended, why the stream is not a
-        whole reply by its protocol (``None`` when it is). A stream cut short,
+        whole reply by its protocol (``None`` when it is); ``whole`` says the
+        reply is complete already, and reading stops there (as the SDKs stop at
+        ``[DONE]``: a trickle after it cannot hold the call). A stream cut short,
         at the transport or by its protocol, is retried only when no event has
         been delivered yet; after that it is an error, never a reply.
         """
@@ -175,6 +188,8 @@ class HttpClient:
                 for event in iter_events(response.lines(self.limits.line), self.limits.event, endpoint):
                     on_event(event)
                     delivered = True
+                    if whole():
+                        break
             except HttpFailure as exc:
                 failure = HttpError(f"{endpoint.label}: {exc}", status=exc.status, retryable=exc.retryable)
                 if exc.retryable and not delivered:
@@ -203,7 +218,7 @@ class HttpClient:
             raise error from None
 
     def _with_retries(
-        self, endpoint: Endpoint, body: bytes, handle: Callable[[Response, Deadline], T], *, streaming: bool
+        self, endpoint: Endpoint, body: Body, handle: Callable[[Response, Deadline], T], *, streaming: bool
     ) -> T:
         deadline = Deadline(self.deadline)
         attempt = 0
@@ -233,7 +248,7 @@ class HttpClient:
     def _once(
         self,
         endpoint: Endpoint,
-        body: bytes,
+        body: Body,
         handle: Callable[[Response, Deadline], T],
         deadline: Deadline,
         *,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nia_core.context import Location, LocationContext, SystemContext
+from nia_core.context import ContextSource, Location, LocationContext, SystemContext
 from nia_core.plugin_host import PluginHost, load_host
-from nia_core.project.locate import locate
+from nia_core.project.root import locate
 
 if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, so they never load HTTP code
     from nia_core.model import StreamCallback  # (nor `nia context show` models or workflows)
@@ -161,6 +161,24 @@ class Runtime:
 
         return attach(store, host, host_session_id, str(self.locate(where).path), model=model)
 
+    def continue_fork(self, store: Store, host: str, parent_host_session_id: str, session_id: str) -> bool:
+        """Give attached session ``session_id`` (a fork) the active epoch of the conversation it forks.
+
+        ``parent_host_session_id`` is the host's id of that conversation.
+        Whether there was an epoch to continue (see
+        :func:`nia_core.runtime.attached.continue_fork`).
+        """
+        from nia_core.runtime.attached import attached_id, continue_fork
+        from nia_core.sessions import UnknownSession
+
+        parent = attached_id(host, parent_host_session_id)
+        if parent == session_id:
+            return False
+        try:
+            return continue_fork(store, parent, session_id)
+        except UnknownSession:
+            return False
+
     def move(self, store: Store, session_id: str, where: Where) -> SessionRecord:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
         from nia_core.sessions import move
@@ -174,6 +192,7 @@ class Runtime:
         *,
         workflow: Workflow | None = None,
         leave_out: Collection[str] = (),
+        narrow: Mapping[str, Narrow] | None = None,
     ) -> BoundaryReport:
         """One safe boundary without a provider call, for a door whose host owns the conversation.
 
@@ -183,12 +202,18 @@ class Runtime:
         nothing changed). The context is observed every time. ``leave_out``:
         keys of sources the conversation gets some other way (an agent that
         loads ``AGENTS.md`` itself); they are neither observed nor rendered.
+        ``narrow``: keys of sources the conversation gets *part* of some other
+        way, each with the door's view of the source: a function given the
+        source that returns the source to observe instead (one that keeps of
+        the value only what the conversation still needs, the user-global
+        ``AGENTS.md`` of ``nia/instructions`` say, with texts that say so),
+        or ``None`` to leave it out.
         """
         from nia_core.runtime.reports import BoundaryReport, Watch
         from nia_core.sessions import Admitted, pass_boundary
 
         watch = Watch()
-        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out))
+        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out, narrow))
         if isinstance(result, Admitted):
             watch.admitted(result.admission)
         self._finish(watch, store, session_id)
@@ -202,18 +227,19 @@ class Runtime:
         reason: str,
         workflow: Workflow | None = None,
         leave_out: Collection[str] = (),
+        narrow: Mapping[str, Narrow] | None = None,
     ) -> BoundaryReport:
         """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
 
         The report's ``text`` is the new baseline. When the context is
         unavailable the result is ``Blocked``, the old epoch ends, and the
-        next :meth:`boundary` initializes. ``leave_out`` as for :meth:`boundary`.
+        next :meth:`boundary` initializes. ``leave_out`` and ``narrow`` as for :meth:`boundary`.
         """
         from nia_core.runtime.reports import BoundaryReport, Watch
         from nia_core.sessions import start_over
 
         watch = Watch()
-        result = start_over(store, session_id, self._watched(watch, workflow, leave_out), reason=reason)
+        result = start_over(store, session_id, self._watched(watch, workflow, leave_out, narrow), reason=reason)
         self._finish(watch, store, session_id)
         return BoundaryReport(result, watch.warnings())
 
@@ -235,7 +261,8 @@ class Runtime:
         caller already built (to check a model before creating the session).
         ``workflow``: each boundary composes it in front of the plugins' sources.
         """
-        record = store.state(session_id).session
+        view = store.view(session_id)  # the turn starts from this read: the session is read once
+        record = view.state.session
         if providers is None:
             providers = self.providers(record.location)
         providers.check(record.model)
@@ -243,28 +270,44 @@ class Runtime:
         from nia_core.sessions import Replied, run_turn
 
         watch = Watch()
-        result = run_turn(store, session_id, self._watched(watch, workflow), providers, text=text, stream=stream)
+        context_for = self._watched(watch, workflow)
+        result = run_turn(store, session_id, context_for, providers, text=text, stream=stream, view=view)
         if isinstance(result, Replied):
             watch.admitted(result.boundary.admission)
-        self._finish(watch, store, session_id)
+        self._finish(watch, store, session_id, record.location)
         return TurnReport(result, watch.warnings())
 
     # -- helpers ----------------------------------------------------------------------
 
-    def _watched(self, watch: Watch, workflow: Workflow | None, leave_out: Collection[str] = ()) -> ContextFor:
+    def _watched(
+        self,
+        watch: Watch,
+        workflow: Workflow | None,
+        leave_out: Collection[str] = (),
+        narrow: Mapping[str, Narrow] | None = None,
+    ) -> ContextFor:
         def context_for(location: str) -> SystemContext:
             host, view = self.open(location)
             context = watch.assembled(host.assemble(view))
-            if leave_out:
-                kept = [source for source in context.sources if source.key not in leave_out]
-                context = SystemContext(kept, on_render_error=context.on_render_error)
+            if leave_out or narrow:
+                kept = [
+                    narrow[source.key](source) if narrow and source.key in narrow else source
+                    for source in context.sources
+                    if source.key not in leave_out
+                ]
+                context = SystemContext([s for s in kept if s is not None], on_render_error=context.on_render_error)
             return context
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 
-    def _finish(self, watch: Watch, store: Store, session_id: str) -> None:
+    def _finish(self, watch: Watch, store: Store, session_id: str, location: str | None = None) -> None:
         try:
-            location = store.session(session_id).location
+            if location is None:
+                location = store.session(session_id).location
             watch.broken_plugins(self.host(location))
         except Exception:  # noqa: BLE001 - a report never fails the boundary it reports on
             return
+
+
+Narrow = Callable[[ContextSource], ContextSource | None]
+"""A door's view of one source: the source to observe in its place, or ``None`` to leave it out."""

@@ -85,21 +85,28 @@ BoundaryResult = Ready | Blocked | AwaitingTools | Idle
 class _Passed:
     state: SessionState
     """Read after admission; has an active epoch."""
-    history: tuple[Message, ...]
-    """Read with ``state``."""
+    history: Sequence[Message]
+    """Read with ``state`` (its tail only, for a door that sends no request)."""
     initialized: bool
     promoted: tuple[Message, ...]
     admission: Admission | None
 
 
 def _pass(
-    store: Store, session_id: str, contexts: Contexts, *, timeout: float, first: SessionState | None = None
+    store: Store,
+    session_id: str,
+    contexts: Contexts,
+    *,
+    timeout: float,
+    first: SessionState | None = None,
+    tail: bool = False,
 ) -> _Passed | Blocked | AwaitingTools:
     """Steps 1-3, the part every door shares (see the module docstring).
 
     ``first``: the session as the caller just read it, used for the first
     attempt instead of reading it again. After each write the session is read
     with ``after_write``, which a networked store answers from the write itself.
+    ``tail``: the caller sends no request, so the history's tail is enough.
     """
     promoted: list[Message] = []
     for _ in attempts(session_id):
@@ -115,9 +122,8 @@ def _pass(
             promoted += store.promote(session_id, location=state.session.location)
         except RevisionConflict:
             continue  # moved meanwhile: initialize at the new Location first
-        view = store.view(session_id, after_write=True)
-        history = tuple(entry.message for entry in view.history)
-        unsettled = unsettled_tool_calls(history)
+        view = store.view(session_id, after_write=True, tail=tail)
+        unsettled = unsettled_tool_calls(view.messages)
         if unsettled:
             log.debug("session %s: no boundary while %d tool call(s) await results", session_id, len(unsettled))
             return AwaitingTools(session_id, unsettled)
@@ -129,14 +135,13 @@ def _pass(
             except Moved:
                 continue
             if moved_on:  # written or read again since the view: the request is built from what is stored now
-                view = store.view(session_id, after_write=True)
-                history = tuple(entry.message for entry in view.history)
+                view = store.view(session_id, after_write=True, tail=tail)
         state = view.state
         if state.epoch is None:
             continue
         if log.isEnabledFor(DEBUG):
             log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
-        return _Passed(state, history, initialized, tuple(promoted), admission)
+        return _Passed(state, view.messages, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -166,10 +171,9 @@ def _boundary(
 ) -> BoundaryResult:
     """Steps 1-4 from ``view``, the session as just read."""
     state = view.state
-    history = [entry.message for entry in view.history]
-    if not awaits_reply([*history, *state.pending]):
+    if not awaits_reply(view.messages, state.pending):
         return Idle(session_id)
-    unsettled = unsettled_tool_calls([*history, *state.pending])
+    unsettled = unsettled_tool_calls(view.messages, state.pending)
     if unsettled:  # not a safe boundary yet: observe nothing, promote nothing
         return AwaitingTools(session_id, unsettled)
     passed = _pass(store, session_id, contexts, timeout=timeout, first=state)
@@ -177,7 +181,7 @@ def _boundary(
         return passed
     # 4. The request, from durable state only.
     assert passed.state.epoch is not None
-    request = build_request(passed.state.session, passed.state.epoch, list(passed.history))
+    request = build_request(passed.state.session, passed.state.epoch, passed.history)
     return Ready(request, passed.promoted, passed.admission, passed.initialized)
 
 
@@ -214,7 +218,7 @@ def pass_boundary(
     The host asks for the boundary, so there is no idle check: the context is
     observed every time. Pending input, if any, is promoted as in a turn.
     """
-    passed = _pass(store, session_id, Contexts(context_for), timeout=timeout)
+    passed = _pass(store, session_id, Contexts(context_for), timeout=timeout, tail=True)
     if not isinstance(passed, _Passed):
         return passed
     epoch = passed.state.epoch
@@ -261,6 +265,11 @@ CUT_OFF = (
 """nia's answer to a call the output token limit cut."""
 
 
+TOOLLESS_PROVIDERS = frozenset({"openai-chat", "anthropic-messages"})
+"""Built-in providers whose requests declare no tool (nia sends no ``tools``): every call in their replies
+is undeclared, whatever the stored record says."""
+
+
 def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) -> list[Message]:
     """The results nia owes the last reply: one per call nothing can run that has no result, stored or pending.
 
@@ -274,7 +283,12 @@ def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) ->
         if entry.message.kind != "assistant":
             continue
         record = entry.reply
-        if record is None or not (record.undeclared_calls or record.cut_calls):
+        if record is None or not entry.message.tool_calls:
+            return []
+        undeclared = set(record.undeclared_calls)
+        if record.model.partition("/")[0] in TOOLLESS_PROVIDERS:  # also a reply stored before nia recorded them
+            undeclared.update(call.id for call in entry.message.tool_calls)
+        if not (undeclared or record.cut_calls):
             return []
         later = [*(e.message for e in history[index + 1 :]), *pending]
         answered = {m.tool_call_id for m in later if m.kind == "tool_result"}
@@ -284,7 +298,7 @@ def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) ->
                 continue
             if call.id in record.cut_calls:
                 text = CUT_OFF
-            elif call.id in record.undeclared_calls:
+            elif call.id in undeclared:
                 text = NOT_OFFERED.format(name=call.name)
             else:
                 continue
@@ -308,7 +322,7 @@ TurnResult = Replied | Blocked | AwaitingTools | Idle
 ProviderFor = Callable[[str], Provider]
 
 
-def refuse_input(session_id: str, text: str, conversation: Sequence[Message]) -> None:
+def refuse_input(session_id: str, text: str, conversation: Sequence[Message], pending: Sequence[Message] = ()) -> None:
     """Raise :class:`RefusedInput` for user text that could never be sent, before it is stored.
 
     Whitespace-only text (the providers reject it), and any text while the
@@ -317,7 +331,7 @@ def refuse_input(session_id: str, text: str, conversation: Sequence[Message]) ->
     """
     if not text.strip():
         raise RefusedInput(session_id, "the input is empty (only whitespace)")
-    unsettled = unsettled_tool_calls(conversation)
+    unsettled = unsettled_tool_calls(conversation, pending)
     if unsettled:
         raise RefusedInput(
             session_id, f"waiting for tool results ({', '.join(unsettled)}); send them before more input"
@@ -333,17 +347,21 @@ def run_turn(
     text: str | None = None,
     stream: StreamCallback | None = None,
     timeout: float = LOADER_TIMEOUT,
+    view: SessionView | None = None,
 ) -> TurnResult:
     """Keep ``text`` pending, run the boundary, call the provider, store the reply.
 
     The session is read (and validated) before anything is written, so a
-    damaged session changes nothing. A provider failure raises
-    :class:`ProviderError` naming the session; the input and any admitted
-    system message stay durable and the next call retries with the same request.
+    damaged session changes nothing (``view``: the caller's read of it, just
+    made). A provider failure raises :class:`ProviderError` naming the session;
+    the input and any admitted system message stay durable and the next call
+    retries with the same request.
     """
-    view, _ = _answer_owed(store, session_id, store.view(session_id))  # a reply stored just before a crash
+    if view is None or view.tail:
+        view = store.view(session_id)
+    view, _ = _answer_owed(store, session_id, view)  # a reply stored just before a crash
     if text is not None:
-        refuse_input(session_id, text, [*(entry.message for entry in view.history), *view.state.pending])
+        refuse_input(session_id, text, view.messages, view.state.pending)
         store.enqueue(session_id, Message("user", text))
         view = store.view(session_id, after_write=True)
     result = _boundary(store, session_id, Contexts(context_for), view, timeout=timeout)

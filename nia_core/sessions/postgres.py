@@ -48,11 +48,13 @@ import json
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from nia_core.context import Snapshot
 from nia_core.model import MESSAGE_KINDS, Message
+from nia_core.sessions.histories import Histories
 from nia_core.sessions.postgres_schema import (
     MIGRATIONS,
     MIN_SERVER_VERSION,
@@ -102,6 +104,8 @@ from nia_core.sessions.store import (
     SessionState,
     SessionView,
     Store,
+    joined,
+    tail_start,
 )
 from nia_core.sessions.store_errors import (
     CorruptRecord,
@@ -114,6 +118,8 @@ from nia_core.sessions.store_errors import (
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
+
+T = TypeVar("T")
 
 __all__ = [
     "MIGRATIONS",
@@ -132,8 +138,8 @@ _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from,
 _CACHE_CHARS = 64 * 1024 * 1024
 """Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
 _KNOWN_LIMIT = 100_000
-_DECODED_SESSIONS = 16
-"""Sessions whose decoded history this process keeps (a runner drives one at a time)."""
+_DECODED = 32
+"""Baselines and snapshots this process keeps decoded (by content id, so never stale)."""
 
 
 class PostgresStore(Transactions, Store):
@@ -164,7 +170,15 @@ class PostgresStore(Transactions, Store):
         self._known: set[str] = set()
         self._cache_lock = threading.Lock()
         self._local = threading.local()
-        self._decoded: dict[str, tuple[tuple[Any, ...], tuple[HistoryEntry, ...]]] = {}
+        self._logs = Histories()
+        """Histories read and validated, each under its history mark (see histories.py)."""
+        self._baselines: OrderedDict[str, tuple[str, str | tuple[str, ...]]] = OrderedDict()
+        """``(baseline id, text)`` by the sha256 of a stored segment list it was validated for (one this process
+        stored: its segments, joined at the first read)."""
+        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
+        """Snapshots by id, every text hash-checked."""
+        self._seen: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        """Per session, its active epoch's segment list id and snapshot id as last read (not resent)."""
         try:
             info = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -319,6 +333,9 @@ class PostgresStore(Transactions, Store):
         return snapshot_id
 
     def _load_snapshot(self, tx: _Tx, session_id: str, snapshot_id: str) -> Snapshot:
+        held = self._held_snapshot(snapshot_id)
+        if held is not None:
+            return held
         row = tx.one("SELECT manifest FROM snapshots WHERE id = %s", (snapshot_id,))
         if row is None:
             raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} is missing", session_id)
@@ -326,6 +343,7 @@ class PostgresStore(Transactions, Store):
         texts = self._get_texts(tx, [i for pair in ids.values() for i in pair if i is not None])
         snapshot = snapshot_from_texts(session_id, snapshot_id, ids, texts)
         self._remember(tx, texts)
+        self._hold(self._snapshots, snapshot_id, snapshot)
         return snapshot
 
     # -- rows -----------------------------------------------------------------------------
@@ -443,102 +461,201 @@ class PostgresStore(Transactions, Store):
             tx.prove("deletion", "SELECT NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)", (session_id,))
 
         self._run(session_id, "delete the session", work, write=True)
+        self._logs.forget(session_id)
 
     def state(self, session_id: str) -> SessionState:
         def work(tx: _Tx) -> SessionState:
-            # One statement, so record, epoch, snapshot manifest and pending input are one instant;
-            # the texts they name are immutable (content-addressed) and may be fetched after it.
-            row = tx.one(
-                f"SELECT {_qualified('s', _SESSION_COLUMNS)}, {epoch_columns('e')}, sn.manifest,"
-                " (SELECT coalesce(json_agg(json_build_array(p.id, p.kind, p.body) ORDER BY p.id), '[]')"
-                "  FROM pending p WHERE p.session_id = s.id)"
-                " FROM sessions s LEFT JOIN epochs e ON e.session_id = s.id AND e.number = s.epoch"
-                " LEFT JOIN snapshots sn ON sn.id = e.snapshot_id WHERE s.id = %s",
-                (session_id,),
-            )
-            if row is None:
-                raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            session = session_from_row(row[:9])
-            epoch = None
-            if session.epoch is not None:
-                epoch = self._active_epoch(tx, session_id, session.epoch, row[9:19], row[19])
-            pending = tuple(pending_message(session_id, pending_id, kind, body) for pending_id, kind, body in row[20])
-            return SessionState(session, epoch, pending)
+            # One statement (nia_view without history), so record, epoch, snapshot manifest and pending input
+            # are one instant; the texts they name are immutable (content-addressed) and may be fetched after it.
+            known, segments_id = self._held_ids(session_id)
+            row = tx.one("SELECT nia_view(%s, NULL, NULL, %s::text[])", (session_id, known))
+            asked = _Asked(None, None, known, segments_id)
+            return self._view_from(tx, session_id, row[0] if row else None, asked).state
 
-        return self._run(session_id, "read the session", work, write=False)
+        return self._read_fresh(session_id, work)
+
+    def _held_ids(self, session_id: str) -> tuple[list[str], str | None]:
+        """The active epoch's segment list id and snapshot id this process holds decoded (no need to send them),
+        and the first alone."""
+        with self._cache_lock:
+            segments_id, snapshot_id = self._seen.get(session_id, ("", ""))
+            segments = segments_id if segments_id in self._baselines else None
+            return [i for i in (segments, snapshot_id if snapshot_id in self._snapshots else None) if i], segments
+
+    def _read_fresh(self, session_id: str, work: Callable[[_Tx], T]) -> T:
+        """Run a read; when what it left out is no longer held here (another thread's eviction), read it all."""
+        try:
+            return self._run(session_id, "read the session", work, write=False)
+        except _Stale:
+            with self._cache_lock:
+                self._seen.pop(session_id, None)
+            self._logs.forget(session_id)
+            return self._run(session_id, "read the session", work, write=False)
 
     def _active_epoch(
-        self, tx: _Tx | None, session_id: str, number: int, row: Sequence[Any], manifest: str | None
+        self,
+        tx: _Tx | None,
+        session_id: str,
+        number: int,
+        row: Sequence[Any],
+        manifest: str | None,
+        known: Sequence[str],
+        segments_id: str | None,
     ) -> ActiveEpoch:
+        """The active epoch from its row; the baseline and snapshot from this process's cache when the read left
+        them out: the snapshot's id is in the row (content-addressed: what is held for an id is what it stores),
+        the segments' (``segments_id``, the sha256 of the stored list) the server checked. :class:`_Stale` when
+        what was left out is no longer held."""
         if row[0] is None:
             raise CorruptRecord(f"its active epoch {number} is missing", session_id)
         record, segments = epoch_from_row(session_id, row)
-        segment_ids = parse_segments(session_id, segments, number)
-        ids = None if manifest is None else manifest_ids(session_id, record.snapshot_id, manifest)
-        value_ids = [] if ids is None else [i for pair in ids.values() for i in pair if i is not None]
-        texts = self._get_texts(tx, [*segment_ids, *value_ids])
-        baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number)
-        if ids is None:
-            raise CorruptRecord(f"stored snapshot {record.snapshot_id[:12]} is missing", session_id)
-        snapshot = snapshot_from_texts(session_id, record.snapshot_id, ids, texts)
-        self._remember(tx, texts)
+        if segments is None and segments_id is not None:  # left out: held here for the segments sent before
+            held = self._held_baseline(segments_id)
+            if held is None or held[0] != record.baseline_id:
+                raise _Stale(session_id)
+            baseline = held[1]
+        else:
+            segments_id = content_id(segments) if isinstance(segments, str) else None
+            held = self._held_baseline(segments_id) if segments_id is not None else None
+            if held is not None and held[0] == record.baseline_id:
+                baseline = held[1]
+            else:
+                segment_ids = parse_segments(session_id, segments, number)
+                texts = self._get_texts(tx, segment_ids)
+                baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number)
+                self._remember(tx, texts)
+                assert segments_id is not None  # parse_segments refused anything but text
+                self._hold(self._baselines, segments_id, (record.baseline_id, baseline))
+        snapshot = self._held_snapshot(record.snapshot_id)
+        if snapshot is None:
+            if manifest is None:
+                if record.snapshot_id in known:
+                    raise _Stale(session_id)
+                raise CorruptRecord(f"stored snapshot {record.snapshot_id[:12]} is missing", session_id)
+            ids = manifest_ids(session_id, record.snapshot_id, manifest)
+            texts = self._get_texts(tx, [i for pair in ids.values() for i in pair if i is not None])
+            snapshot = snapshot_from_texts(session_id, record.snapshot_id, ids, texts)
+            self._remember(tx, texts)
+            self._hold(self._snapshots, record.snapshot_id, snapshot)
+        with self._cache_lock:
+            self._seen[session_id] = (segments_id or "", record.snapshot_id)
+            self._seen.move_to_end(session_id)
+            while len(self._seen) > _KNOWN_LIMIT:
+                self._seen.popitem(last=False)
         return ActiveEpoch(record, baseline, snapshot)
 
-    def view(self, session_id: str, *, after_write: bool = False) -> SessionView:
-        """State and history in one statement (``nia_view``); after a write, as the write left them, if it said."""
+    def _held_baseline(self, segments_id: str) -> tuple[str, str] | None:
+        """``(baseline id, text)`` validated for the stored segment list whose sha256 is ``segments_id``."""
+        with self._cache_lock:
+            held = self._baselines.get(segments_id)
+            if held is not None and isinstance(held[1], tuple):  # stored by this process: its segments, joined once
+                held = self._baselines[segments_id] = (held[0], "".join(held[1]))
+            if held is not None:
+                self._baselines.move_to_end(segments_id)
+            return held  # type: ignore[return-value]
+
+    def _held_snapshot(self, snapshot_id: str) -> Snapshot | None:
+        with self._cache_lock:
+            held = self._snapshots.get(snapshot_id)
+            if held is not None:
+                self._snapshots.move_to_end(snapshot_id)
+            return held
+
+    def _hold(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
+        with self._cache_lock:
+            cache[key] = value
+            cache.move_to_end(key)
+            while len(cache) > _DECODED:
+                cache.popitem(last=False)
+
+    def view(self, session_id: str, *, after_write: bool = False, tail: bool = False) -> SessionView:
+        """State and history in one statement (``nia_view``), only what this process has not validated before;
+        after a write, as the write left them, if it said."""
         if after_write:
-            raw = self._left(session_id)
-            if raw is not None:
-                return self._decode_view(session_id, raw)
+            left = self._left(session_id)
+            if left is not None:
+                view = self._decode_view(session_id, *left, tail=tail)
+                if view is not None:
+                    return view
 
         def work(tx: _Tx) -> SessionView:
-            row = tx.one("SELECT nia_view(%s)", (session_id,))
-            return self._view_from(tx, session_id, row[0] if row else None)
+            asked = self._asking(session_id, tail=tail)
+            row = tx.one("SELECT nia_view(%s, %s, %s, %s::text[])", (session_id, asked.after, asked.mark, asked.known))
+            return self._view_from(tx, session_id, row[0] if row else None, asked, tail=tail)
 
-        return self._run(session_id, "read the session", work, write=False)
+        return self._read_fresh(session_id, work)
 
-    def _decode_view(self, session_id: str, raw: Any) -> SessionView:
-        """``raw`` from a write's answer; texts not in the cache are fetched afterwards (they never change)."""
+    def _asking(self, session_id: str, *, tail: bool) -> _Asked:
+        """What to ask ``nia_view`` for: the rows after those held (under their mark), else all or the tail."""
+        after, mark = self._logs.known(session_id)
+        if mark is None:
+            after = -1 if tail else 0
+        return _Asked(after, mark, *self._held_ids(session_id))
+
+    def _decode_view(self, session_id: str, raw: Any, asked: _Asked, *, tail: bool) -> SessionView | None:
+        """``raw`` from a write's answer (``None``: it does not serve, read anew); texts not in the cache are
+        fetched afterwards (they never change)."""
+        if asked.after is not None and asked.after < 0 and not tail:
+            return None  # the write answered with the tail: the whole history is wanted
         try:
-            return self._view_from(None, session_id, raw)
-        except _NeedTexts:
-            return self._run(
-                session_id, "read the session", lambda tx: self._view_from(tx, session_id, raw), write=False
-            )
+            try:
+                return self._view_from(None, session_id, raw, asked, tail=tail)
+            except _NeedTexts:
+                return self._run(
+                    session_id,
+                    "read the session",
+                    lambda tx: self._view_from(tx, session_id, raw, asked, tail=tail),
+                    write=False,
+                )
+        except _Stale:
+            return None
 
-    def _view_from(self, tx: _Tx | None, session_id: str, raw: Any) -> SessionView:
+    def _view_from(
+        self,
+        tx: _Tx | None,
+        session_id: str,
+        raw: Any,
+        asked: _Asked,
+        *,
+        tail: bool = False,
+        history_only: bool = False,
+    ) -> SessionView:
+        """Decode and validate ``nia_view``'s answer (with ``history_only``, its history alone: the state is
+        then :data:`_NO_STATE`)."""
         if raw is None:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         try:
-            session_row, epoch_row, manifest, pending_rows, history_rows = raw
+            session_row, epoch_row, manifest, pending_rows, mark, after, rows = raw
         except (TypeError, ValueError):
             raise CorruptRecord("its stored view does not read", session_id) from None
-        session = session_from_row(session_row)
-        epoch = None
-        if session.epoch is not None:
-            epoch = self._active_epoch(tx, session_id, session.epoch, epoch_row, manifest)
-        pending = tuple(pending_message(session_id, *row) for row in pending_rows)
-        return SessionView(SessionState(session, epoch, pending), self._history_from(session_id, history_rows))
+        state = _NO_STATE
+        if not history_only:
+            session = session_from_row(session_row)
+            epoch = None
+            if session.epoch is not None:
+                epoch = self._active_epoch(
+                    tx, session_id, session.epoch, epoch_row, manifest, asked.known, asked.segments_id
+                )
+            pending = tuple(pending_message(session_id, *row) for row in pending_rows)
+            state = SessionState(session, epoch, pending)
+        if after is None:
+            return SessionView(state, ())
+        entries = [history_entry(session_id, *row) for row in rows]
+        if asked.after is not None and asked.after < 0:  # the tail, as asked: nothing held, nothing kept
+            return SessionView(state, tuple(entries), tuple(entry.message for entry in entries), tail=True)
+        if not isinstance(mark, str) or not isinstance(after, int):
+            mark, after = None, 0
+        try:
+            history, messages = self._logs.extend(session_id, mark, after, entries)
+        except LookupError:
+            raise _Stale(session_id) from None
+        if tail:
+            start = tail_start(messages)
+            return SessionView(state, history[start:], messages[start:], tail=True)
+        return SessionView(state, history, messages)
 
-    def _history_from(self, session_id: str, rows: list[Any]) -> tuple[HistoryEntry, ...]:
-        """The history, decoding only rows not decoded before: a boundary reads a session's whole history
-        several times a turn. A row equal to one decoded before decodes the same (validation included)."""
-        with self._cache_lock:
-            known_rows, known = self._decoded.get(session_id, ((), ()))
-        same = 0
-        for old, new in zip(known_rows, rows, strict=False):
-            if old != new:
-                break
-            same += 1
-        history = known[:same] + tuple(history_entry(session_id, *row) for row in rows[same:])
-        with self._cache_lock:
-            if len(self._decoded) >= _DECODED_SESSIONS and session_id not in self._decoded:
-                self._decoded.clear()
-            self._decoded[session_id] = (tuple(rows), history)
-        return history
-
-    def _settled(self, session_id: str, answer: Mapping[str, Any]) -> Any:
-        """A write function's result, or the error its answer names."""
+    def _settled(self, session_id: str, answer: Mapping[str, Any], asked: _Asked | None = None) -> Any:
+        """A write function's result, or the error its answer names; its view is left for :meth:`view`."""
         if "error" in answer:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
         if "conflict" in answer:
@@ -546,8 +663,8 @@ class PostgresStore(Transactions, Store):
         if "damaged" in answer:
             pending_message(session_id, *answer["damaged"])  # raises CorruptRecord naming the row
             raise CorruptRecord(f"pending input #{answer['damaged'][0]!r:.20} is damaged", session_id)
-        if "view" in answer and answer["view"] is not None:
-            self._leave(session_id, answer["view"])
+        if "view" in answer and answer["view"] is not None and asked is not None:
+            self._leave(session_id, (answer["view"], asked))
         return answer["ok"]
 
     @staticmethod
@@ -555,18 +672,12 @@ class PostgresStore(Transactions, Store):
         return secrets.token_hex(16)
 
     def history(self, session_id: str) -> list[HistoryEntry]:
-        def work(tx: _Tx) -> list[tuple[Any, ...]]:
-            rows = tx.all(
-                "SELECT s.id, m.seq, m.epoch, m.kind, m.body, m.snapshot_id, m.created, m.reply FROM sessions s"
-                " LEFT JOIN messages m ON m.session_id = s.id WHERE s.id = %s ORDER BY m.seq",
-                (session_id,),
-            )
-            if not rows:
-                raise UnknownSession(f"no session {session_id!r} in {self.url}")
-            return [row[1:] for row in rows if row[1] is not None]
+        def work(tx: _Tx) -> SessionView:
+            asked = self._asking(session_id, tail=False)
+            row = tx.one("SELECT nia_view(%s, %s, %s, %s::text[])", (session_id, asked.after, asked.mark, asked.known))
+            return self._view_from(tx, session_id, row[0] if row else None, asked, history_only=True)
 
-        rows = self._run(session_id, "read the history", work, write=False)
-        return [history_entry(session_id, *row) for row in rows]
+        return list(self._read_fresh(session_id, work).history)
 
     def epochs(self, session_id: str) -> list[EpochRecord]:
         def work(tx: _Tx) -> list[EpochRecord]:
@@ -593,26 +704,32 @@ class PostgresStore(Transactions, Store):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
         refuse_unsendable(session_id, message)
 
+        asked: list[_Asked] = []
+
         def build() -> _Call:
             token = self._token()
+            asked[:] = [self._asking(session_id, tail=True)]
             return _Call(
-                "SELECT nia_enqueue(%s, %s, %s, %s, %s)",
-                (token, session_id, message.kind, message_body(message), now()),
+                "SELECT nia_enqueue(%s, %s, %s, %s, %s, %s, %s, %s::text[])",
+                (token, session_id, message.kind, message_body(message), now(), *asked[0].params()),
                 token,
             )
 
-        self._settled(session_id, self._call(session_id, "keep the input", build))
+        self._settled(session_id, self._call(session_id, "keep the input", build), asked[0])
 
     def promote(self, session_id: str, *, location: str) -> list[Message]:
+        asked: list[_Asked] = []
+
         def build() -> _Call:
             token = self._token()
+            asked[:] = [self._asking(session_id, tail=True)]
             return _Call(
-                "SELECT nia_promote(%s, %s, %s, %s, %s)",
-                (token, session_id, location, list(MESSAGE_KINDS), now()),
+                "SELECT nia_promote(%s, %s, %s, %s, %s, %s, %s, %s::text[])",
+                (token, session_id, location, list(MESSAGE_KINDS), now(), *asked[0].params()),
                 token,
             )
 
-        epoch, rows = self._settled(session_id, self._call(session_id, "promote the input", build))
+        epoch, rows = self._settled(session_id, self._call(session_id, "promote the input", build), asked[0])
         return [
             dataclasses.replace(pending_message(session_id, pending_id, kind, body), seq=seq, epoch=epoch)
             for pending_id, kind, body, seq in rows
@@ -650,7 +767,8 @@ class PostgresStore(Transactions, Store):
     ) -> SessionRecord:
         segment_texts = {content_id(text): text for text in segments}
         segment_ids = [content_id(text) for text in segments]
-        baseline_id = content_id("".join(segments))
+        baseline = joined(segments)
+        baseline_id = content_id(baseline)
 
         def work(tx: _Tx) -> SessionRecord:
             session, (next_number, next_seq) = self._swap(
@@ -706,7 +824,12 @@ class PostgresStore(Transactions, Store):
                 compaction=None if compaction is not None else session.compaction,
             )
 
-        return self._run(session_id, "store the new context epoch", work, write=True)
+        record = self._run(session_id, "store the new context epoch", work, write=True)
+        # Committed: the reads that follow (the same boundary) take the baseline and snapshot from memory rather
+        # than reading them back; the segments, not a joined copy (the caller still holds the whole text).
+        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, baseline))
+        self._hold(self._snapshots, content_id(snapshot_manifest(snapshot)[0]), snapshot)
+        return record
 
     def admit_update(
         self, session_id: str, *, expected_revision: int, epoch: int, text: str, snapshot: Snapshot
@@ -715,18 +838,25 @@ class PostgresStore(Transactions, Store):
         snapshot_id = content_id(manifest)
         body = message_body(Message("system_update", text))
 
+        asked: list[_Asked] = []
+
         def build() -> _Call:
             token = self._token()
+            known = self._asking(session_id, tail=True)
+            # The snapshot is this one once the write commits (held then): the answer need not carry it.
+            asked[:] = [known._replace(known=[*known.known, snapshot_id])]
             call = _Call(
-                "SELECT nia_admit(%s, %s, %s, %s, %s, %s, %s)",
-                (token, session_id, expected_revision, epoch, body, snapshot_id, now()),
+                "SELECT nia_admit(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s::text[])",
+                (token, session_id, expected_revision, epoch, body, snapshot_id, now(), *asked[0].params()),
                 token,
             )
             self._snapshot_ahead(call, snapshot_id, manifest, texts)
             return call
 
         answer = self._call(session_id, "store the mid-conversation system message", build)
-        (seq,) = self._settled(session_id, answer)
+        if "ok" in answer:
+            self._hold(self._snapshots, snapshot_id, snapshot)
+        (seq,) = self._settled(session_id, answer, asked[0])
         return Message("system_update", text, seq=seq, epoch=epoch)
 
     def _snapshot_ahead(self, call: _Call, snapshot_id: str, manifest: str, texts: Mapping[str, str]) -> None:
@@ -824,6 +954,28 @@ _NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %
 
 class _NeedTexts(Exception):
     """Texts a view names are not in the process's cache: read them (they never change)."""
+
+
+class _Stale(Exception):
+    """A read left out what this process held when it asked (evicted since): read again, asking for all of it."""
+
+
+_NO_STATE = SessionState(SessionRecord("", "", "", "", 0, None), None)
+"""Stands for the state in a history read, which decodes none."""
+
+
+class _Asked(NamedTuple):
+    """What a read asked ``nia_view`` for: see its definition in postgres_schema.py."""
+
+    after: int | None
+    mark: str | None
+    known: list[str]
+    segments_id: str | None = None
+    """The segment list id among ``known``."""
+
+    def params(self) -> tuple[int | None, str | None, list[str]]:
+        """The three parameters of ``nia_view`` after the session id."""
+        return self.after, self.mark, self.known
 
 
 def _first(cursor: psycopg.Cursor[Any]) -> int:

@@ -21,6 +21,7 @@ moved up to follow the tool calls they answer (``nia db check`` reports both).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
 
 from nia_core.model import Message, ModelRequest
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
@@ -127,19 +128,26 @@ def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[
     )
 
 
-def unsettled_tool_calls(history: Sequence[Message]) -> tuple[str, ...]:
-    """Ids of tool calls in the latest assistant message that have no result yet."""
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
+def unsettled_tool_calls(history: Sequence[Message], pending: Sequence[Message] = ()) -> tuple[str, ...]:
+    """Ids of tool calls in the latest assistant message that have no result yet (``pending`` follows ``history``).
+
+    Read from the end: a turn looks at its tail, never the whole conversation.
+    """
+    answered: set[str | None] = set()
+    for message in chain(reversed(pending), reversed(history)):
         if message.kind == "assistant":
-            answered = {m.tool_call_id for m in history[index + 1 :] if m.kind == "tool_result"}
             return tuple(call.id for call in message.tool_calls if call.id not in answered)
+        if message.kind == "tool_result":
+            answered.add(message.tool_call_id)
     return ()
 
 
-def awaits_reply(history: Sequence[Message]) -> bool:
-    """Whether the conversation ends with something the model has not answered yet (empty input is nothing)."""
-    for message in reversed(history):
+def awaits_reply(history: Sequence[Message], pending: Sequence[Message] = ()) -> bool:
+    """Whether the conversation (``history``, then ``pending``) ends with something the model has not answered yet.
+
+    Empty input is nothing.
+    """
+    for message in chain(reversed(pending), reversed(history)):
         if message.kind == "user" and not message.text.strip():
             continue
         if message.kind in ("user", "tool_result"):

@@ -24,6 +24,7 @@ from typing import Any
 from nia_core.context import Snapshot
 from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message
+from nia_core.sessions.histories import Histories
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
@@ -52,11 +53,14 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    Segments,
     SessionActivity,
     SessionListing,
     SessionRecord,
     SessionState,
+    SessionView,
     Store,
+    tail_start,
 )
 from nia_core.sessions.store_errors import (
     CorruptRecord,
@@ -73,8 +77,15 @@ log = lazy_logger("nia.store")
 
 LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
+PAGE_CACHE_KIB = 512
+"""SQLite's page cache per connection (its default is 2 MiB). The store keeps what it decoded (texts by
+content id, baselines, snapshots, histories), so pages of those rows need not stay cached twice; 128 pages
+hold the indexes a turn walks."""
 LOW_SPACE = 1024 * 1024
 """Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
+
+NEW_MARK = "lower(hex(randomblob(16)))"
+"""A fresh history mark, in SQL."""
 
 MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     (
@@ -139,11 +150,36 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
     # 3: PostgreSQL's server-side write functions (postgres_schema.py); nothing changes here, and the
     # two stores keep one version number.
     (3, ()),
+    (
+        4,
+        (
+            # The history mark (nia_core/sessions/histories.py): a random token that any change to a
+            # session's stored messages other than an append replaces, so a reader that validated the rows
+            # before reads only the new ones. NULL: never kept (a session row nia did not write).
+            "ALTER TABLE sessions ADD COLUMN history_mark TEXT",
+            "UPDATE sessions SET history_mark = lower(hex(randomblob(16)))",
+            f"""CREATE TRIGGER messages_updated AFTER UPDATE ON messages BEGIN
+                UPDATE sessions SET history_mark = {NEW_MARK}
+                WHERE id IN (OLD.session_id, NEW.session_id) AND history_mark IS NOT NULL;
+            END""",
+            f"""CREATE TRIGGER messages_deleted AFTER DELETE ON messages BEGIN
+                UPDATE sessions SET history_mark = {NEW_MARK} WHERE id = OLD.session_id AND history_mark IS NOT NULL;
+            END""",
+            # nia appends after the last message; a row inserted before it rewrites the history.
+            f"""CREATE TRIGGER messages_inserted_before AFTER INSERT ON messages
+            WHEN EXISTS (SELECT 1 FROM messages WHERE session_id = NEW.session_id AND seq > NEW.seq) BEGIN
+                UPDATE sessions SET history_mark = {NEW_MARK} WHERE id = NEW.session_id AND history_mark IS NOT NULL;
+            END""",
+            # The tail of a history (its last reply on) without reading the rest.
+            "CREATE INDEX messages_replies ON messages (session_id, seq) WHERE kind = 'assistant'",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
 
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
+_MESSAGE_COLUMNS = "seq, epoch, kind, body, snapshot_id, created, reply"
 _CACHE_BYTES = 64 * 1024 * 1024
 
 
@@ -184,7 +220,8 @@ class SQLiteStore(Store):
         self._snapshots: dict[str, Snapshot] = {}
         self._baselines: dict[tuple[str, str], str | tuple[str, ...]] = {}
         """Baselines by (id, segment list); a new epoch's as its segments, joined at the first read."""
-        self._histories: dict[str, list[HistoryEntry]] = {}
+        self._logs = Histories()
+        """Histories read and validated, each under its history mark (see histories.py)."""
         self._ids: dict[str, str] = {}
         self._cached_bytes = 0
         # A reader (create=False) never creates a file or folder: a missing database reads as an empty one.
@@ -203,6 +240,7 @@ class SQLiteStore(Store):
         with self._guard(None, "open the database"):
             self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
             if synchronous.lower() not in ("full", "normal"):
                 raise StoreError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -371,7 +409,6 @@ class SQLiteStore(Store):
             self._texts.clear()
             self._snapshots.clear()
             self._baselines.clear()
-            self._histories.clear()
             self._ids.clear()
             self._cached_bytes = size
 
@@ -475,8 +512,8 @@ class SQLiteStore(Store):
         new_id = session_id or os.urandom(6).hex()
         with self._write(new_id, "create the session") as conn:
             conn.execute(
-                "INSERT INTO sessions (id, location, model, created) VALUES (?, ?, ?, ?)",
-                (new_id, location, model, now()),
+                "INSERT INTO sessions (id, location, model, created, history_mark) VALUES (?, ?, ?, ?, ?)",
+                (new_id, location, model, now(), os.urandom(16).hex()),
             )
             return self._session_row(conn, new_id)
 
@@ -511,24 +548,36 @@ class SQLiteStore(Store):
                     " WHERE m.type = 'table' AND c.name = 'session_id' ORDER BY m.name"
                 )
             ]
+            # No mark while its rows go: the triggers then leave the row alone instead of renewing it per message.
+            conn.execute("UPDATE sessions SET history_mark = NULL WHERE id = ?", (session_id,))
             for table in tables:  # every table naming a session, whoever added it; then the session itself
                 conn.execute(f'DELETE FROM "{table}" WHERE session_id = ?', (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        self._histories.pop(session_id, None)  # a later session may take the same id (attached sessions do)
+        self._logs.forget(session_id)
 
     def state(self, session_id: str) -> SessionState:
         with self._read(session_id, "read the session") as conn:
-            session = self._session_row(conn, session_id)
-            epoch = None
-            if session.epoch is not None:
-                epoch = self._active_epoch(conn, session_id, session.epoch)
-            pending = tuple(
-                pending_message(session_id, row[0], row[1], row[2])
-                for row in conn.execute(
-                    "SELECT id, kind, body FROM pending WHERE session_id = ? ORDER BY id", (session_id,)
-                )
+            return self._state(conn, session_id, self._session_row(conn, session_id))
+
+    def _state(self, conn: sqlite3.Connection, session_id: str, session: SessionRecord) -> SessionState:
+        epoch = None
+        if session.epoch is not None:
+            epoch = self._active_epoch(conn, session_id, session.epoch)
+        pending = tuple(
+            pending_message(session_id, row[0], row[1], row[2])
+            for row in conn.execute(
+                "SELECT id, kind, body FROM pending WHERE session_id = ? ORDER BY id", (session_id,)
             )
+        )
         return SessionState(session, epoch, pending)
+
+    def view(self, session_id: str, *, after_write: bool = False, tail: bool = False) -> SessionView:
+        """State and history in one read transaction; only the rows not validated before are read."""
+        with self._read(session_id, "read the session") as conn:
+            session, mark = self._session_and_mark(conn, session_id)
+            state = self._state(conn, session_id, session)
+            entries, messages, only_tail = self._history(conn, session_id, mark, tail=tail)
+        return SessionView(state, entries, messages, tail=only_tail)
 
     def _active_epoch(self, conn: sqlite3.Connection, session_id: str, number: int) -> ActiveEpoch:
         row = conn.execute(
@@ -545,28 +594,62 @@ class SQLiteStore(Store):
             segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
             baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
-            # The joined baseline is kept, not its segments beside it: the same text is held once.
+            # The joined baseline is kept, not its segments beside it: the same text is held once. They go
+            # before the snapshot's texts are read, which then take the memory they leave.
+            del texts
             self._baselines[(record.baseline_id, segments)] = baseline
             self._charge(len(baseline))
         snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
         return ActiveEpoch(record, baseline, snapshot)
 
     def history(self, session_id: str) -> list[HistoryEntry]:
-        cached = self._histories.get(session_id, [])
-        after = cached[-1].message.seq or 0 if cached else 0
         with self._read(session_id, "read the history") as conn:
-            self._session_row(conn, session_id)
+            _, mark = self._session_and_mark(conn, session_id)
+            entries, _, _ = self._history(conn, session_id, mark, tail=False)
+        return list(entries)
+
+    def _session_and_mark(self, conn: sqlite3.Connection, session_id: str) -> tuple[SessionRecord, str | None]:
+        row = conn.execute(
+            f"SELECT {_SESSION_COLUMNS}, history_mark FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r} in {self.path}")
+        mark = row[-1]
+        return session_from_row(row[:-1]), mark if isinstance(mark, str) and mark else None
+
+    def _history(
+        self, conn: sqlite3.Connection, session_id: str, mark: str | None, *, tail: bool
+    ) -> tuple[Sequence[HistoryEntry], Sequence[Message], bool]:
+        """``(entries, messages, only the tail)``: the rows after those validated before under ``mark``, validated.
+
+        Without a log for the session, ``tail`` reads only the tail (and keeps nothing).
+        """
+        log = self._logs.held(session_id, mark)
+        after = log.last if log is not None else 0
+        if log is None and tail:
             rows = conn.execute(
-                "SELECT seq, epoch, kind, body, snapshot_id, created, reply FROM messages"
-                " WHERE session_id = ? AND seq > ? ORDER BY seq",
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >="
+                " (SELECT max(seq) FROM messages WHERE session_id = ? AND kind = 'assistant') ORDER BY seq",
+                (session_id, session_id),
+            ).fetchall()
+            found = tuple(history_entry(session_id, *row) for row in rows)
+            return found, tuple(entry.message for entry in found), True
+        while True:
+            rows = conn.execute(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
                 (session_id, after),
             ).fetchall()
-        added = [history_entry(session_id, *row) for row in rows]
-        history = cached + added
-        if added:
-            self._histories[session_id] = history
-            self._charge(sum(len(entry.message.text) for entry in added))
-        return list(history)
+            try:
+                entries, messages = self._logs.extend(
+                    session_id, mark, after, [history_entry(session_id, *row) for row in rows]
+                )
+                break
+            except LookupError:  # the log was dropped meanwhile: read every row
+                after = 0
+        if tail:
+            start = tail_start(messages)
+            return entries[start:], messages[start:], True
+        return entries, messages, False
 
     def epochs(self, session_id: str) -> list[EpochRecord]:
         with self._read(session_id, "read the epochs") as conn:
@@ -636,8 +719,11 @@ class SQLiteStore(Store):
         reason: str,
         compaction: PendingCompaction | None = None,
     ) -> SessionRecord:
-        baseline_id = joined_id(segments)
-        listed = json.dumps([content_id(text) for text in segments])
+        # Each segment is cut, hashed and stored on its own (Segments cuts them on demand): the baseline is
+        # never held a second time as its pieces.
+        baseline_id = content_id(segments.text) if isinstance(segments, Segments) else joined_id(segments)
+        segment_ids = [content_id(text) for text in segments]
+        listed = json.dumps(segment_ids)
         with self._write(session_id, "store the new context epoch") as conn:
             session = self._session_row(conn, session_id)
             if session.revision != expected_revision:
@@ -645,8 +731,11 @@ class SQLiteStore(Store):
             if session.location != location:
                 raise RevisionConflict(session_id, f"moved to {session.location}")
             snapshot_id = self._put_snapshot(conn, snapshot)
-            texts = {content_id(text): text for text in segments}
-            self._put_texts(conn, texts)
+            stored: set[str] = set()
+            for index, text_id in enumerate(segment_ids):
+                if text_id not in self._texts and text_id not in stored:
+                    conn.execute("INSERT OR IGNORE INTO blobs (id, data) VALUES (?, ?)", (text_id, segments[index]))
+                    stored.add(text_id)
             number = conn.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
@@ -681,10 +770,12 @@ class SQLiteStore(Store):
             record = self._session_row(conn, session_id)
         # Committed: the state read that follows (the same boundary) takes the baseline and snapshot
         # just written from memory, rather than reading a second copy of them back from the database.
-        with self._lock:  # the segments, not a joined copy: the caller still holds the whole text
+        with self._lock:  # the caller's own text (or its segments, joined at the first read): never a copy
             self._snapshots[snapshot_id] = snapshot
-            self._baselines[(baseline_id, listed)] = tuple(segments)
-            self._charge(sum(map(len, segments)))
+            self._baselines[(baseline_id, listed)] = (
+                segments.text if isinstance(segments, Segments) else tuple(segments)
+            )
+            self._charge(sum(map(len, segments)) if not isinstance(segments, Segments) else len(segments.text))
         return record
 
     def admit_update(

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from dataclasses import field
+from typing import overload
 
 from nia_core.context import Snapshot
 from nia_core.model import Message
@@ -49,6 +51,49 @@ __all__ = [
     "Store",
     "StoreError",
 ]
+
+
+class Segments(Sequence[str]):
+    """A baseline cut at its sources' spans, each segment cut when it is asked for.
+
+    A store hashes and stores the segments one at a time and keeps :attr:`text`,
+    so a new epoch's baseline is held once (the caller's text) rather than again
+    as its segments. Joined, the segments are :attr:`text` exactly.
+    """
+
+    __slots__ = ("_bounds", "text")
+
+    def __init__(self, text: str, bounds: Sequence[tuple[int, int]]) -> None:
+        self.text = text
+        self._bounds = tuple(bounds)
+
+    def __len__(self) -> int:
+        return len(self._bounds)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self.text[start:end] for start, end in self._bounds[index]]
+        start, end = self._bounds[index]
+        return self.text[start:end]
+
+
+def joined(segments: Sequence[str]) -> str:
+    """The baseline ``segments`` make: their text as it is when they are :class:`Segments`, else joined."""
+    return segments.text if isinstance(segments, Segments) else "".join(segments)
+
+
+def tail_start(messages: Sequence[Message]) -> int:
+    """Where the tail of a history starts: its last ``assistant`` reply (``len(messages)`` when there is none)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].kind == "assistant":
+            return index
+    return len(messages)
 
 
 @record(frozen=True)
@@ -136,10 +181,20 @@ class HistoryEntry:
 
 @record(frozen=True)
 class SessionView:
-    """A session's state and its whole durable history, read together."""
+    """A session's state and its durable history (whole, or its tail when asked), read together."""
 
     state: SessionState
-    history: tuple[HistoryEntry, ...]
+    history: Sequence[HistoryEntry]
+    """Immutable: a tuple, or what a store keeps of it (see :class:`~nia_core.sessions.histories.Prefix`)."""
+    messages: Sequence[Message] = field(default=(), compare=False, repr=False)
+    """The messages of ``history``, in order (filled in when not given)."""
+    tail: bool = False
+    """``history`` is only the tail: the last ``assistant`` reply and every message after it (nothing
+    before the first reply), all a boundary that sends no request needs of it."""
+
+    def __post_init__(self) -> None:
+        if len(self.messages) != len(self.history):
+            object.__setattr__(self, "messages", tuple(entry.message for entry in self.history))
 
 
 @record(frozen=True)
@@ -206,7 +261,7 @@ class Store(abc.ABC):
     def history(self, session_id: str) -> list[HistoryEntry]:
         """The whole durable history in ``seq`` order, every row validated."""
 
-    def view(self, session_id: str, *, after_write: bool = False) -> SessionView:
+    def view(self, session_id: str, *, after_write: bool = False, tail: bool = False) -> SessionView:
         """:meth:`state` and :meth:`history` together, so a boundary reads a session once per step.
 
         With ``after_write``, the caller has just written to the session and a
@@ -215,8 +270,15 @@ class Store(abc.ABC):
         this thread's last write to it left it, a real state no older than the
         write. Either way the caller gets no less than a read right after its
         write. The default reads anew; a networked store overrides this.
+
+        With ``tail``, the history may be only its tail (see :attr:`SessionView.tail`),
+        which a store can read without reading the rest.
         """
-        return SessionView(self.state(session_id), tuple(self.history(session_id)))
+        view = SessionView(self.state(session_id), tuple(self.history(session_id)))
+        if not tail:
+            return view
+        start = tail_start(view.messages)
+        return SessionView(view.state, view.history[start:], view.messages[start:], tail=True)
 
     @abc.abstractmethod
     def epochs(self, session_id: str) -> list[EpochRecord]:
@@ -263,7 +325,7 @@ class Store(abc.ABC):
         reason: str,
         compaction: PendingCompaction | None = None,
     ) -> SessionRecord:
-        """Make a fresh epoch active whose baseline is ``"".join(segments)``.
+        """Make a fresh epoch active whose baseline is ``"".join(segments)`` (:func:`joined`).
 
         With ``compaction`` (the session's pending one), a ``summary`` message
         is appended in the same transaction, projected history moves past

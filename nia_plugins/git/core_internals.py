@@ -7,8 +7,9 @@ below are public, every module of the package imports them from here.
 from __future__ import annotations
 
 from nia_core.lazylog import lazy_logger
+from nia_core.project.generated import GENERATED_NAMES
 from nia_core.records import record
 
-__all__ = ["log", "record"]
+__all__ = ["GENERATED_NAMES", "log", "record"]
 
 log = lazy_logger("nia.plugins.git")

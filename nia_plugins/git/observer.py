@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from nia_core import UNAVAILABLE
-from nia_plugins.git.core_internals import log
+from nia_plugins.git.core_internals import GENERATED_NAMES, log
 from nia_plugins.git.escape import quoted
 from nia_plugins.git.gitdir import (
     WATCHED_IN_COMMONDIR,
@@ -75,14 +75,17 @@ class Observer:
 
         Returns ``(pathspec, strip, prepend)``: a project inside a larger
         repository sees only its own changes, its paths without its folder; a
-        repository inside the project gets its folder in front.
+        repository inside the project gets its folder in front. What nia
+        itself generates in the project's ``.nia/`` is left out, whatever the
+        ignore files say: it is never a change of the project's.
         """
         worktree, root = os.path.realpath(self.repo.worktree), os.path.realpath(self.root)
         if root == worktree:
-            return [], "", ""
+            return ["--", *(f":(top,literal,exclude).nia/{name}" for name in GENERATED_NAMES)], "", ""
         inside = os.path.relpath(root, worktree).replace(os.sep, "/")
         if inside != ".." and not inside.startswith("../"):
-            return ["--", f":(top,literal){inside}"], inside + "/", ""
+            own = [f":(top,literal,exclude){inside}/.nia/{name}" for name in GENERATED_NAMES]
+            return ["--", f":(top,literal){inside}", *own], inside + "/", ""
         holder = os.path.relpath(worktree, root).replace(os.sep, "/")
         return [], "", "" if holder == ".." or holder.startswith("../") else holder + "/"
 

@@ -128,8 +128,8 @@ def find_git(path_variable: str, project: tuple[str, ...]) -> GitProgram | str:
         if inside_any(found, project):
             planted = True
             continue
-        left_out = len([f for f in path_variable.split(os.pathsep) if f]) - len(kept)
-        log.debug("%s: runs %s (the first `git` on PATH outside the project; %d left out)", KEY, found, left_out)
+        skipped = len([f for f in path_variable.split(os.pathsep) if f]) - len(kept)
+        log.debug("%s: runs %s (first on PATH outside the project; PATH entries skipped: %d)", KEY, found, skipped)
         return GitProgram(found, search)
     if planted or any(_git_in(folder) for folder in path_variable.split(os.pathsep) if folder and folder not in kept):
         return "the only `git` executables on PATH are inside the project, which nia never runs"
@@ -137,6 +137,7 @@ def find_git(path_variable: str, project: tuple[str, ...]) -> GitProgram | str:
 
 
 def git_program(repo: Repository, root: str) -> GitProgram | str:
+    """:func:`find_git` for a repository: the project is its root and the repository's work tree."""
     project = tuple(dict.fromkeys(os.path.realpath(folder) for folder in (root, repo.worktree)))
     return find_git(os.environ.get("PATH", os.defpath), project)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.test_hook_answer import Host, generous_deadline, log, project  # noqa: F401 - fixtures
+from tests.agents.transcripts import hook_record, line
 
 RECORDS = {
     "codex": {
@@ -95,7 +96,7 @@ def test_claude_code_compact_hook_runs_before_its_record_is_written(project, tmp
     assert fresh is not None and "ACME-RULE: one" in fresh
     compact(host.transcript, "claude-code")  # written after the hook; the hook's output after it
     with open(host.transcript, "a") as handle:
-        handle.write(json.dumps({"attachment": {"content": [fresh]}}) + "\n")
+        handle.write(line(hook_record("claude-code", fresh, "SessionStart")))
     assert host.hook("SessionStart", "resume")[0] is None
     assert host.hook("UserPromptSubmit")[0] is None
     assert [e["epoch"] for e in log()] == [1, 2, 2, 2]

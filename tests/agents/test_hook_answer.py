@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from nia_core.cli import cli
+from tests.agents.transcripts import hook_record, line
 
 HOSTS = ["claude-code", "codex"]
 
@@ -64,7 +65,7 @@ class Host:
         self.name, self.cwd, self.session = name, cwd, session
         self.transcript: Path | None = None
 
-    def hook(self, event: str, source: str | None = None, **extra: str) -> tuple[str | None, str]:
+    def hook(self, event: str, source: str | None = None, record: bool = True, **extra: str) -> tuple[str | None, str]:
         payload: dict[str, object] = {"session_id": self.session, "cwd": str(self.cwd), "hook_event_name": event}
         if source:
             payload["source"] = source
@@ -81,9 +82,9 @@ class Host:
         data = json.loads(out)
         assert data["hookSpecificOutput"]["hookEventName"] == event
         text = data["hookSpecificOutput"]["additionalContext"]
-        if self.transcript is not None:  # the host records what reached its model
+        if self.transcript is not None and record:  # the host records what reached its model
             with open(self.transcript, "a") as handle:
-                handle.write(json.dumps({"attachment": {"content": [text]}}) + "\n")
+                handle.write(line(hook_record(self.name, text, event)))
         return text, result.stderr
 
 
@@ -373,3 +374,54 @@ def test_text_sent_inside_a_saved_long_message_is_not_sent_again(project, tmp_pa
     assert text is not None and text.startswith("ACME-RULE changed: two (was one)") and ".nia/hook-output/" in text
     assert "sent again" in err
     assert host.hook("UserPromptSubmit") == (None, "")  # the model was pointed at the file: nothing is missing
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_however_many_updates_were_lost_the_epoch_holds_while_its_baseline_is_there(name, project, tmp_path):
+    host = Host(name, project)
+    host.transcript = tmp_path / "transcript.jsonl"
+    assert host.hook("SessionStart", "startup")[0] is not None
+    lost = []
+    transcript, host.transcript = host.transcript, None  # 26 updates admitted, none recorded by the host
+    for n in range(2, 28):
+        (project / "rule.txt").write_text(f"{n}\n")
+        lost.append(host.hook("UserPromptSubmit")[0])
+    host.transcript = transcript
+    (project / "rule.txt").write_text("last\n")
+    text, err = host.hook("UserPromptSubmit")
+    assert text is not None and ".nia/hook-output/" not in text
+    assert text == "\n\n".join([*lost, "ACME-RULE changed: last (was 27)"])  # every lost one, then the new one
+    assert "26 earlier context message(s)" in err and "new epoch" not in err
+    assert {e["epoch"] for e in log()} == {1}
+    assert host.hook("UserPromptSubmit")[0] is None
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_the_user_global_agents_md_reaches_the_model_and_the_projects_stays_the_hosts(
+    name, project, isolated_environment
+):
+    global_agents = isolated_environment / ".config" / "nia" / "AGENTS.md"
+    global_agents.parent.mkdir(parents=True)
+    global_agents.write_text("GLOBAL-SAYS: answer in French.\n")
+    host = Host(name, project)
+    baseline, _ = host.hook("SessionStart", "startup")
+    assert baseline is not None and "GLOBAL-SAYS: answer in French." in baseline
+    assert "AGENTS-SAYS" not in baseline  # the host loads the project's own AGENTS.md itself
+    assert "reach you separately" in baseline
+
+    (project / "AGENTS.md").write_text("AGENTS-SAYS: use spaces.\n")
+    assert host.hook("UserPromptSubmit")[0] is None  # the host sends the project's edit itself
+
+    global_agents.write_text("GLOBAL-SAYS: answer in German.\n")
+    update, _ = host.hook("UserPromptSubmit")
+    assert update is not None and "GLOBAL-SAYS: answer in German." in update and "AGENTS-SAYS" not in update
+    assert "not affected" in update  # it never tells the model the project's instructions went
+
+    global_agents.unlink()
+    removal, _ = host.hook("UserPromptSubmit")
+    assert removal is not None and "user-global AGENTS.md instructions given earlier no longer apply" in removal
+
+
+def test_without_a_user_global_agents_md_nothing_of_agents_md_is_said(project):
+    baseline, _ = Host("claude-code", project).hook("SessionStart", "startup")
+    assert baseline is not None and "AGENTS.md" not in baseline

@@ -41,7 +41,7 @@ NEVER = {
     # other commands and doors
     "click",
     "tomlkit",
-    "nia_core.cli.main",
+    "nia_core.cli.commands",
     "nia_core.agents.hook_install",
     "nia_core.mcp",
     "nia_core.providers.lookup",

@@ -143,7 +143,7 @@ def test_context_show_loads_its_command_and_the_engine_only(project):
 
 def test_importing_the_command_line_loads_no_engine_until_a_command_runs():
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, nia_core.cli.main; print(' '.join(sorted(sys.modules)))"],
+        [sys.executable, "-c", "import sys, nia_core.cli.commands; print(' '.join(sorted(sys.modules)))"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import queue
 import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
@@ -161,3 +164,177 @@ def http_server(project: Path, *extra: str) -> Iterator[tuple[str, subprocess.Po
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+
+
+class RawServer:
+    """A real ``nia mcp`` over pipes, driven byte by byte: write lines, read the JSON lines it answers."""
+
+    def __init__(self, project: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, *server_args(project, *extra)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, **(env or {})},
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self._errors: list[bytes] = []
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_reader.start()
+
+    def _drain_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self._errors.append(line)
+
+    def start_reading(self) -> None:
+        """Read stdout on a thread from now on (a client that never reads simply never calls this)."""
+
+        def read() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                self.lines.put(line)
+            self.lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def send(self, data: bytes | str | dict[str, Any]) -> None:
+        if isinstance(data, dict):
+            data = json.dumps(data)
+        if isinstance(data, str):
+            data = data.encode()
+        assert self.process.stdin is not None
+        self.process.stdin.write(data + b"\n")
+        self.process.stdin.flush()
+
+    def answer(self, timeout: float = TIMEOUT) -> dict[str, Any]:
+        line = self.lines.get(timeout=timeout)
+        assert line is not None, "the server closed stdout"
+        answer: dict[str, Any] = json.loads(line)  # every line on stdout is a protocol message
+        return answer
+
+    def reply(self, ident: object, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The answer to request ``ident`` (notifications in between are skipped)."""
+        while True:
+            answer = self.answer(timeout)
+            if "id" in answer and answer["id"] == ident:
+                return answer
+
+    def handshake(self, *, keep_reading: bool = True) -> None:
+        """Initialize; without ``keep_reading`` the answer is read directly and nothing after it."""
+        self.send(INITIALIZE)
+        if keep_reading:
+            self.start_reading()
+            assert self.answer()["id"] == 1
+        else:
+            assert self.process.stdout is not None
+            assert json.loads(self.process.stdout.readline())["id"] == 1
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def stderr(self) -> str:
+        """What the server wrote on stderr so far (all of it once it exited)."""
+        if self.process.poll() is not None:
+            self._stderr_reader.join(TIMEOUT)
+        return b"".join(self._errors).decode("utf-8", "replace")
+
+    def close(self) -> int:
+        """Close stdin (a clean end) and wait; kill on a hang."""
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            return self.process.wait(TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError("nia mcp did not exit after its stdin closed") from None
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+
+def peak_rss_mb(pid: int) -> int:
+    """The process's peak resident memory (VmHWM), in MiB (Linux)."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+class HttpSession:
+    """Raw JSON-RPC over a running ``nia mcp --http``: one initialized session, bodies posted as given."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.session = ""
+        status, answer, headers = self.post(INITIALIZE)
+        assert status == 200 and answer is not None and answer["id"] == 1, (status, answer)
+        self.session = headers.get("mcp-session-id", "")
+        self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def post(self, body: bytes | dict[str, Any]) -> tuple[int, dict[str, Any] | None, dict[str, str]]:
+        """The status, the JSON-RPC answer (``None`` when there is none) and the headers."""
+        import urllib.error
+        import urllib.request
+
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.session:
+            headers |= {"mcp-session-id": self.session, "mcp-protocol-version": "2025-11-25"}
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+                status, text, got = response.status, response.read().decode(), dict(response.headers)
+        except urllib.error.HTTPError as error:
+            status, text, got = error.code, error.read().decode(), dict(error.headers)
+        got = {key.lower(): value for key, value in got.items()}
+        events = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        payload = events[-1] if events else text
+        try:
+            answer = json.loads(payload) if payload.strip() else None
+        except ValueError:
+            answer = {"text": payload}
+        return int(status), answer, got
+
+
+class Flood:
+    """Writes ``lines`` to a server's stdin on a thread, counting the bytes the pipe took."""
+
+    def __init__(self, server: RawServer, lines: Sequence[bytes]) -> None:
+        self.offered = sum(map(len, lines))
+        self.accepted = 0
+        self._lines = lines
+        self._server = server
+        self.writer = threading.Thread(target=self._write, daemon=True)
+        self.writer.start()
+
+    def _write(self) -> None:
+        stdin = self._server.process.stdin
+        assert stdin is not None
+        try:
+            for line in self._lines:
+                stdin.write(line)
+                self.accepted += len(line)
+            stdin.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def held_back(self, timeout: float = TIMEOUT) -> bool:
+        """Wait until the pipe stops taking bytes; whether the writer is still blocked, far from done."""
+        last, deadline = -1, time.monotonic() + timeout
+        while self.accepted != last and time.monotonic() < deadline:
+            last = self.accepted
+            time.sleep(2.0)
+        return self.writer.is_alive() and self.accepted < self.offered // 2

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from nia_core.cli import cli
-from nia_core.cli.main import COMMAND_MODULES
+from nia_core.cli.commands import COMMAND_MODULES
 
 REFERENCE = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
 

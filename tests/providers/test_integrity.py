@@ -403,3 +403,51 @@ def test_a_tool_call_is_one_line_and_shown_in_session_show(project, raw):
     assert '-> get_weather({"location": "Paris"}) [toolu_01NRLabsLyVHZPKxbKvkfSMn]' in text
     assert "(the model asked for tool 'get_weather' (toolu_01NRLabsLyVHZPKxbKvkfSMn), which nia did not offer" in (text)
     assert "(pending) tool result [toolu_01NRLabsLyVHZPKxbKvkfSMn]" in text
+
+
+def test_a_session_stuck_by_an_older_nia_on_an_undeclared_call_goes_on(project, raw, tmp_path):
+    """An older nia stored the call with no answer and no mark: every send said "waiting for tool results"."""
+    session = new_session(GPT)
+    call = {"index": 0, "id": "call_old", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    raw.then(
+        chunked(openai_stream([openai_chunk({"tool_calls": [call]}), openai_chunk({}, "tool_calls"), openai_usage()]))
+    )
+    assert nia("session", "send", session, "read it").exit_code == 0
+    conn = sqlite3.connect(tmp_path / "nia.db")
+    (record,) = conn.execute("SELECT reply FROM messages WHERE kind = 'assistant'").fetchone()
+    old = {k: v for k, v in json.loads(record).items() if k != "undeclared_calls"}
+    conn.execute("UPDATE messages SET reply = ? WHERE kind = 'assistant'", (json.dumps(old),))
+    conn.execute("DELETE FROM pending")
+    conn.commit()
+    conn.close()
+    check = nia("db", "check")
+    assert check.exit_code == 1 and "call_old cannot be run" in check.output
+    raw.then(chunked(OPENAI_WHOLE))
+    going_on = nia("session", "send", session, "never mind")
+    assert going_on.exit_code == 0, going_on.output
+    body = sent_bodies(raw)[-1]
+    assert sendable(body) == []
+    assert [m["role"] for m in body["messages"][-3:]] == ["assistant", "tool", "user"]
+    assert nia("db", "check").exit_code == 0
+
+
+SYNTHETIC = (
+    b'data: {"id":"synthetic","object":"chat.completion.chunk","created":0,"model":"synthetic",'
+    b'"choices":[{"index":0,"delta":{"content":"hello"}}]}\n\ndata: [DONE]\n\n'
+)
+"""The OpenAI SDK's own stream in tests/test_streaming.py, whose trailer it then trickles a byte at a time."""
+
+
+@pytest.mark.parametrize("make", [OpenAIChatProvider, AnthropicMessagesProvider])
+def test_a_whole_reply_followed_by_a_trickle_is_the_reply_not_a_deadline(raw, make):
+    if make is OpenAIChatProvider:
+        body = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        prefix, text = body + b"%x\r\n%s\r\n0\r\nX-Synthetic: " % (len(SYNTHETIC), SYNTHETIC), "hello"
+    else:
+        prefix, text = STREAM_HEAD + b"\r\n" + anthropic("basic_response") + b"\n\n", BASIC_TEXT
+    raw.default = trickle(raw, prefix, b"a" if make is OpenAIChatProvider else b":\n")
+    base = f"{raw.url}/v1" if make is OpenAIChatProvider else raw.url
+    provider = make.from_config({"base_url": base, "api_key": API_KEY, "deadline": 1}, environ={})
+    model = GPT if make is OpenAIChatProvider else CLAUDE
+    reply = provider.send(ModelRequest("s", model, "Be brief.", (Message("user", "Hi"),)), stream=lambda _t: None)
+    assert reply.text == text, "the trickle after the reply's end is not read: the 1s deadline never comes"

@@ -174,8 +174,16 @@ def test_a_stream_with_several_choices_is_read_as_choice_0(raw):
 # -- #30.8: usage only from chunk objects -----------------------------------------------
 
 
-def test_usage_is_taken_only_from_chat_completion_chunks(raw):
-    azure_filter = {"id": "", "object": "", "created": 0, "model": "", "choices": [], "usage": {"prompt_tokens": 999}}
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param({"id": "", "object": "", "created": 0, "model": "", "choices": []}, id="azure-filter-notice"),
+        pytest.param({"id": "x", "object": "chat.completion", "choices": []}, id="a-completion-object"),
+        pytest.param({}, id="no-object-at-all"),
+    ],
+)
+def test_usage_is_taken_only_from_chat_completion_chunks(raw, other):
+    azure_filter = {**other, "usage": {"prompt_tokens": 999, "completion_tokens": 999}}
     stream = openai_stream(
         [
             openai_chunk({"role": "assistant", "content": "ok"}),

@@ -213,3 +213,67 @@ def test_agents_md_is_nias_again_with_the_switch_on(claude, project, server):
     turn(claude, "second", sid)
     sent = last_request(server)
     assert told(sent, "The AGENTS.md instructions changed.") == 1
+
+
+SNAPSHOT = "This is the git status at the start of the conversation"
+
+
+def test_the_default_install_runs_this_nia_when_it_is_not_on_the_hosts_path(project, agent_home, server):
+    agent_binary("claude")
+    done = nia("hook", "install", "claude-code", cwd=project)  # no --program: this nia's absolute path
+    assert done.returncode == 0, done.stderr
+    claude = ClaudeCode(project, agent_home, server, extra_env={"PATH": "/usr/bin:/bin"})  # no virtualenv on it
+    turn(claude, "first")
+    assert last_request(server).count("ACME-RULE: one") == 1
+
+
+def test_the_hosts_own_git_status_is_left_out_on_request(project, agent_home, server):
+    agent_binary("claude")
+    subprocess.run(["git", "init", "-q", str(project)], check=True, capture_output=True, timeout=60)
+    claude = ClaudeCode(project, agent_home, server)
+    assert nia("hook", "install", "claude-code", cwd=project).returncode == 0
+    turn(claude, "first")
+    assert SNAPSHOT in last_request(server)  # Claude Code's own snapshot, as it comes
+    done = nia("hook", "install", "claude-code", "--no-host-git-status", cwd=project)
+    assert done.returncode == 0, done.stderr
+    turn(claude, "second")
+    assert SNAPSHOT not in last_request(server)
+    assert nia("hook", "uninstall", "claude-code", cwd=project).returncode == 0
+    assert not (project / ".claude").exists()  # everything nia wrote is gone again
+
+
+def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(claude, project, server):
+    import os
+    from pathlib import Path
+
+    global_agents = Path(os.environ["XDG_CONFIG_HOME"]) / "nia" / "AGENTS.md"
+    global_agents.parent.mkdir(parents=True, exist_ok=True)
+    global_agents.write_text("GLOBAL-SAYS: answer in French.\n")
+    sid = turn(claude, "first")
+    sent = last_request(server)
+    assert sent.count("GLOBAL-SAYS: answer in French.") == 1  # nia's: Claude Code never loads it
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Claude Code's own copy; nia leaves the project's to it
+    global_agents.write_text("GLOBAL-SAYS: answer in German.\n")
+    turn(claude, "second", sid)
+    sent = last_request(server)
+    assert told(sent, "Your user-global AGENTS.md instructions changed.") == 1
+
+
+def test_a_fork_continues_the_parents_context_with_only_the_delta(claude, project, server):
+    sid = turn(claude, "first")
+    write_plugin(project, "two")
+    forked = claude.turn("in the fork", sid, fork=True)
+    assert forked.returncode == 0 and forked.session_id and forked.session_id != sid, forked.stderr[-2000:]
+    sent = last_request(server)
+    assert told(sent, "Environment:") == 1  # the parent's baseline, copied into the fork: no second one
+    assert sent.count("ACME-RULE: one") == 1
+    assert told(sent, "ACME-RULE changed: two (was one)") == 1  # only what changed since the parent's last turn
+    turn(claude, "again in the fork", forked.session_id)
+    after = last_request(server)
+    assert after.count("ACME-RULE") == sent.count("ACME-RULE")  # nothing more: nothing changed
+    entries = [e for e in hook_log(project) if e["host_session"] == forked.session_id]
+    assert entries[0]["source"] == "fork" and entries[0]["outcome"] == "forked+updated", entries[0]
+    assert {e["epoch"] for e in entries} == {1}
+
+    turn(claude, "the parent goes on", sid)  # the parent is not touched by its fork
+    assert told(last_request(server), "ACME-RULE changed: two (was one)") == 1

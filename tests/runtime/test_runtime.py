@@ -262,6 +262,6 @@ def test_no_command_module_imports_the_cli_group_back():
         if path.name in ("__init__.py", "main.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module == "nia_core.cli.main":
+            if isinstance(node, ast.ImportFrom) and node.module == "nia_core.cli.commands":
                 offenders.append(path.name)
     assert offenders == []

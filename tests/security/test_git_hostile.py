@@ -294,6 +294,75 @@ def test_no_fsmonitor_nor_hook_runs_from_per_worktree_or_included_config(world, 
     assert all(part.startswith("Git status (") for part in seen), seen
 
 
+LEFT_ALONE = {
+    "diff.external": "diff",
+    "diff.evil.textconv": "textconv",
+    "diff.evil.command": "diff-driver",
+    "merge.evil.driver": "merge-driver",
+    "core.editor": "editor",
+    "core.askPass": "askpass",
+    "credential.helper": "credential",
+    "credential.https://example.invalid.helper": "credential-url",
+    "alias.status": "alias",
+    "submodule.x.update": "submodule",
+    "pager.status": "pager",
+}
+"""Keys whose program git's ``status``, ``log`` and ``config`` never run: nia leaves them, and nothing runs."""
+
+
+def test_programs_only_other_git_commands_run_are_left_alone_and_never_run(world):
+    (world.root / ".gitattributes").write_text("*.py diff=evil merge=evil\n")
+    world.git("add", ".gitattributes")
+    world.git("commit", "-q", "-m", "Attributes")
+    for key, tag in LEFT_ALONE.items():
+        world.git("config", key, ("!" if key.startswith(("alias.", "submodule.")) else "") + world.touch_marker(tag))
+    (world.root / "app.py").write_text("print('edited')\n")
+
+    seen = world.both()
+
+    assert world.markers() == []
+    assert all("- Working tree: 1 changed path (1 modified):\n  - `app.py` (modified)" in part for part in seen), seen
+
+
+def wrapped_git(world: World, body: str) -> dict[str, str]:
+    """A PATH whose first ``git`` (outside the project) runs ``body`` before the real one."""
+    folder = world.base / "wrapped"
+    folder.mkdir()
+    (folder / "git").write_text(f'#!/bin/sh\n{body}\nexec {GIT} "$@"\n')
+    (folder / "git").chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{world.env['PATH']}"}
+
+
+def armed_filter(world: World) -> None:
+    (world.root / ".gitattributes").write_text("app.py filter=evil\n")
+    world.git("add", ".gitattributes")
+    world.git("commit", "-q", "-m", "Attributes")
+    define_filter(world, "evil", "local")
+    world.stat_dirty("app.py")
+
+
+def test_a_configuration_git_cannot_list_refuses_the_repository_instead_of_running_it_unguarded(world):
+    armed_filter(world)
+    env = wrapped_git(world, 'case " $* " in *" config --list "*) exit 128 ;; esac')
+
+    seen = world.both(env=env)
+
+    assert world.markers() == []
+    assert seen == [f"{UNAVAILABLE}git cannot read this repository's configuration)."] * 2
+
+
+def test_a_git_that_ignores_configuration_from_the_environment_is_not_run(world):
+    """A git older than 2.31 ignores ``GIT_CONFIG_COUNT``: its overrides would not hold."""
+    armed_filter(world)
+    env = wrapped_git(world, "unset GIT_CONFIG_COUNT")
+
+    seen = world.both(env=env)
+
+    assert world.markers() == []
+    reason = "the `git` found is too old to be run safely here (nia needs git 2.31 or later)"
+    assert seen == [f"{UNAVAILABLE}{reason})."] * 2
+
+
 UNKNOWN_PROGRAMS = ["hook.pre-commit.command", "lfs.extension.x.clean", "acme.tool.program", "x.y.z.helper"]
 """Keys naming a program that nia does not know git's use of (a newer git's hooks, git-lfs extensions, any)."""
 
