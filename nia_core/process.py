@@ -49,8 +49,11 @@ from collections.abc import Callable
 from types import FrameType
 from typing import IO, Any, NoReturn
 
-EXIT_TIMEOUT = 2.0
-"""Seconds the ``atexit`` handlers (a plugin's among them) and Python's teardown may take at the end."""
+EXIT_TIMEOUT = 5.0
+"""Seconds the ``atexit`` handlers (a plugin's among them) may take together at the end."""
+TEARDOWN_TIMEOUT = 10.0
+"""Seconds Python's teardown after them may take (only a ``__del__`` that never returns comes near it):
+past it the process ends with status 1. Generous: on a starved machine a teardown takes seconds."""
 
 _real_exit = os._exit
 """The real ``os._exit``, which :func:`end` calls whatever :func:`guard_exit` put in its place."""
@@ -147,7 +150,8 @@ def _non_daemon_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t is not main and t.is_alive() and not t.daemon]
 
 
-def _abandoned_threads() -> list[threading.Thread]:
+def abandoned_threads() -> list[threading.Thread]:
+    """The threads nia gave up waiting for (:func:`abandon`) that are still running."""
     return [t for t in _lingering if t.is_alive()]
 
 
@@ -193,7 +197,7 @@ def _start_exit_deadline() -> None:
 
     _devnull = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     # A last resort that needs no Python thread: a handler stuck in C, or the teardown after the handlers.
-    faulthandler.dump_traceback_later(2 * EXIT_TIMEOUT + 1, exit=True, file=_devnull)
+    faulthandler.dump_traceback_later(EXIT_TIMEOUT + TEARDOWN_TIMEOUT, exit=True, file=_devnull)
     _exit_timer = threading.Timer(EXIT_TIMEOUT, _exit_late)
     _exit_timer.daemon = True
     _exit_timer.start()
@@ -204,11 +208,11 @@ def _after_handlers() -> None:
     if _exit_timer is not None:
         _exit_timer.cancel()
     _flush()
-    if _abandoned_threads():  # teardown could stop on a lock such a thread holds, and would only free memory
+    if abandoned_threads():  # teardown could stop on a lock such a thread holds, and would only free memory
         end(_final_status or 0)
     import faulthandler
 
-    faulthandler.dump_traceback_later(EXIT_TIMEOUT, exit=True, file=_devnull or sys.stderr)
+    faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, exit=True, file=_devnull or sys.stderr)
 
 
 def _exit_late() -> None:
