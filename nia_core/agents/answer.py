@@ -18,7 +18,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING, NoReturn
 
@@ -61,12 +61,18 @@ def deadline() -> float:
         return DEADLINE
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
-    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises."""
+def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:
+    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
+
+    A function of its input: the hook's stdin ``data``, and ``caller``, what
+    :attr:`HostAdapter.caller` gathered in the hook's own process about the
+    host process it runs under (gather it there, never where this runs: a
+    resident process has another parent).
+    """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
-        hook = adapter.parse(data)
+        hook = adapter.parse(data, caller)
     except HostInputError as exc:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
@@ -92,7 +98,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    native = {} if deliver else views(adapter.native_keys(version), location.root)
+    native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -180,7 +186,7 @@ def _answered(
     if epoch is None:
         return False
     outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
-    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
+    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root), adapter.recorded, adapter.joins)
 
 
 def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
@@ -218,8 +224,9 @@ def _missing(
     the host lost (a crash, dropped output); every text of the epoch is
     looked for, however many, and nothing else in the transcript is. Only
     the transcript after its last compaction record counts (the model sees
-    nothing before it). The flag says none of the texts is there: the epoch
-    is gone. Without a readable transcript nothing is concluded.
+    nothing before it but what that record kept). The flag says the epoch is
+    gone: none of its texts is there, or a compaction kept some of them but
+    not the baseline. Without a readable transcript nothing is concluded.
     """
     ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
     transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
@@ -239,10 +246,16 @@ def _missing(
     if not texts:
         return [], False
     printer = _printer(adapter, root)
-    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+
+    def found_in(whole: bool) -> set[int]:
+        outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
+        return delivered(texts, outputs, printer, adapter.recorded, adapter.joins)
+
+    found = found_in(False)
     if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
-        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
-    if not found:
+        found |= found_in(True)
+    if not found or (transcript.compacted and 0 not in found):
+        # A compaction that kept the newest turns (Gemini CLI, Qwen Code) can leave updates without their baseline.
         return list(texts), True
     return texts[max(found) + 1 :], False
 
@@ -348,8 +361,9 @@ def answer(host: str, runtime: Runtime) -> None:
         data = sys.stdin.buffer.read()
     except OSError:
         data = b""
+    chosen = adapter(host)
     with stdout_to_stderr():
-        result = run(adapter(host), data, runtime)
+        result = run(chosen, data, runtime, chosen.caller())
     emit(result)
     timer.cancel()
 
