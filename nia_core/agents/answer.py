@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
 from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
@@ -373,20 +373,25 @@ def answer(host: str, runtime: Runtime) -> None:
     timer.cancel()
 
 
-def main(host: str) -> int:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+def main(host: str) -> NoReturn:
+    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
+
+    The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
+    thread or ``atexit`` handler never keeps the agent waiting.
+    """
     from nia_core.lazylog import when_imported
+    from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
+    begin()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
         when_imported(_log_to_stderr)
     answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
+    exit_command(0)
 
 
 def _log_to_stderr() -> None:
@@ -400,22 +405,3 @@ def _log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-
-
-def _leave_stray_threads() -> None:
-    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
-
-    The answer is already on stdout; the watchdog is cancelled by then, so
-    nothing else would end such a process. Only here, in the process's own
-    entry point: an in-process caller's threads are none of the hook's business.
-    """
-    import threading
-
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        end(0)
