@@ -39,6 +39,8 @@ class HookInput:
     """SessionStart only: ``startup``, ``resume``, ``clear``, ``compact``, ``fork``."""
     transcript_path: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    caller: Mapping[str, str] = field(default_factory=dict)
+    """What the hook's own process learnt about the host process it runs under (:attr:`HostAdapter.caller`)."""
 
 
 @record(frozen=True)
@@ -134,6 +136,19 @@ class HostAdapter:
     """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
     fresh: tuple[str, ...] = FRESH
     """Start sources that begin a fresh conversation (a new epoch); any other start source is a boundary."""
+    forks: tuple[str, ...] = ("fork",)
+    """Start sources of a conversation that begins as a copy of another (a fork): it continues the other's epoch."""
+    fork_parent: Callable[[HookInput], str | None] = lambda hook: None
+    """The host's session id of the conversation a fork copies, where the host says it (``None``: not known)."""
+    fork_recorded_late: bool = False
+    """Whether the host may say which conversation a fork copies only after the fork's first turn (its
+    transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
+    ancestors: Callable[[str], tuple[str, ...]] = lambda path: ()
+    """The transcripts a fork's transcript continues without copying them (oldest first)."""
+    caller: Callable[[], Mapping[str, str]] = lambda: {}
+    """Facts about the host process a hook runs under that its input leaves out (the session a fork copies,
+    from the host's command line). Called in the hook's own process and passed on with the input
+    (:attr:`HookInput.caller`), so the answer stays a function of its input wherever it is computed."""
     input_keys: InputKeys = field(default_factory=InputKeys)
     output: str = "hookSpecificOutput"
     """How the text is printed: ``hookSpecificOutput`` (``{"hookSpecificOutput": {"hookEventName": EVENT,
@@ -173,8 +188,8 @@ class HostAdapter:
         """:data:`START`, :data:`PROMPT`, or ``None`` for an event nia does not answer."""
         return self.events.get(event)
 
-    def parse(self, data: bytes | str) -> HookInput:
-        """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""
+    def parse(self, data: bytes | str, caller: Mapping[str, str] | None = None) -> HookInput:
+        """The hook input from the host's stdin JSON (and ``caller``); raises :class:`HostInputError` naming it."""
         try:
             raw = json.loads(data)
         except ValueError as exc:
@@ -203,6 +218,7 @@ class HostAdapter:
             if isinstance(transcript, str) and transcript and _clean_text(transcript)
             else None,
             raw=raw,
+            caller=dict(caller or {}),
         )
 
     def render(self, event: str, text: str) -> str:
