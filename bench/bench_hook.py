@@ -305,12 +305,12 @@ def main() -> None:
         )
         print(f"load average before / after: {load[0]:.2f} / {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
         print()
-        header = f"{'UserPromptSubmit hook latency':<44} {'median ms':>10} {'best ms':>8} {'x click':>8}"
+        header = f"{'UserPromptSubmit hook latency':<56} {'median ms':>10} {'best ms':>8} {'x click':>8}"
         print(header + f" {'CPU ms':>7} {'CPU x click':>12}")
         for row in rows:
             median, cpu = statistics.median(row.wall), statistics.median(row.cpu)
             print(
-                f"{row.label:<44} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
+                f"{row.label:<56} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
                 f" {cpu:>7.1f} {cpu / cpu_floor:>12.2f}"
             )
         print()
