@@ -15,11 +15,10 @@ hook that would outlive :data:`DEADLINE` seconds.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING
 
@@ -62,20 +61,21 @@ def deadline() -> float:
         return DEADLINE
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime, *, parent_pid: int | None = None) -> HookRun:
+def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:
     """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
 
-    ``parent_pid``: the process that started the hook (default: this process's parent), for a process that
-    answers for a hook it is not (the resident process).
+    A function of its input: the hook's stdin ``data``, and ``caller``, what
+    :attr:`HostAdapter.caller` gathered in the hook's own process about the
+    host process it runs under (gather it there, never where this runs: a
+    resident process has another parent).
     """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
-        hook = adapter.parse(data)
+        hook = adapter.parse(data, caller)
     except HostInputError as exc:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
-    hook = dataclasses.replace(hook, parent_pid=os.getppid() if parent_pid is None else parent_pid)
     entry.host_session, entry.event, entry.source, entry.cwd = hook.session_id, hook.event, hook.source, hook.cwd
     if adapter.role(hook.event) is None:
         entry.outcome = "ignored"
@@ -98,7 +98,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    native = {} if deliver else views(adapter.native_keys(version), location.root)
+    native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -186,7 +186,8 @@ def _answered(
     if epoch is None:
         return False
     outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
-    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
+    printer = _printer(adapter, root, hook.transcript_path)
+    return 0 in delivered([epoch.baseline], outputs, printer, adapter.recorded, adapter.joins)
 
 
 def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
@@ -203,14 +204,17 @@ def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
     return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
-def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
+def _printer(adapter: HostAdapter, root: os.PathLike[str] | str, transcript_path: str | None) -> Callable[[str], str]:
     """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
+
+    folder = adapter.spill_folder(transcript_path)
 
     def printed_for(text: str) -> str:
         if adapter.measure(text) <= adapter.output_limit:
             return text
-        return printed(text, adapter.output_limit, adapter.measure, str(spill_path(Path(root), text)), adapter.unit)
+        where = str(spill_path(Path(root), text, folder))
+        return printed(text, adapter.output_limit, adapter.measure, where, adapter.unit)
 
     return printed_for
 
@@ -224,8 +228,9 @@ def _missing(
     the host lost (a crash, dropped output); every text of the epoch is
     looked for, however many, and nothing else in the transcript is. Only
     the transcript after its last compaction record counts (the model sees
-    nothing before it). The flag says none of the texts is there: the epoch
-    is gone. Without a readable transcript nothing is concluded.
+    nothing before it but what that record kept). The flag says the epoch is
+    gone: none of its texts is there, or a compaction kept some of them but
+    not the baseline. Without a readable transcript nothing is concluded.
     """
     ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
     transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
@@ -244,11 +249,17 @@ def _missing(
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
     if not texts:
         return [], False
-    printer = _printer(adapter, root)
-    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+    printer = _printer(adapter, root, transcript_path)
+
+    def found_in(whole: bool) -> set[int]:
+        outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
+        return delivered(texts, outputs, printer, adapter.recorded, adapter.joins)
+
+    found = found_in(False)
     if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
-        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
-    if not found:
+        found |= found_in(True)
+    if not found or (transcript.compacted and 0 not in found):
+        # A compaction that kept the newest turns (Gemini CLI, Qwen Code) can leave updates without their baseline.
         return list(texts), True
     return texts[max(found) + 1 :], False
 
@@ -284,7 +295,8 @@ def _report(
     if not parts:
         return
     text = "\n\n".join(parts)
-    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit)
+    folder = adapter.spill_folder(hook.transcript_path)
+    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit, folder)
     if fitted.problem:
         entry.warnings.append(fitted.problem)
     entry.full_text = fitted.full_path
@@ -365,8 +377,9 @@ def answer(
             data = sys.stdin.buffer.read()
         except OSError:
             data = b""
+    chosen = adapter(host)
     with stdout_to_stderr():
-        result = run(adapter(host), data, runtime)
+        result = run(chosen, data, runtime, chosen.caller(os.getppid()))
     result.entry.answered_by = "in-process"
     result.entry.fallback = fallback
     emit(result)
@@ -374,12 +387,18 @@ def answer(
 
 
 def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
-    """The hook answered in this process, with a runtime of its own."""
+    """``nia hook HOST`` answered in its own process (no resident process could): a runtime of its own.
+
+    The caller ends the process through :func:`nia_core.process.exit_command`, as every nia command
+    does: a plugin's thread or ``atexit`` handler never keeps the agent waiting.
+    """
     from nia_core.lazylog import when_imported
+    from nia_core.process import begin
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
+    begin()
     if os.environ.get("NIA_DEBUG") == "1":
         log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
@@ -398,22 +417,3 @@ def log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-
-
-def leave_stray_threads() -> None:
-    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
-
-    The answer is already on stdout; the watchdog is cancelled by then, so
-    nothing else would end such a process. Only here, in the process's own
-    entry point: an in-process caller's threads are none of the hook's business.
-    """
-    import threading
-
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        end(0)

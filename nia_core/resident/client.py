@@ -55,7 +55,11 @@ def enabled() -> bool:
 
 
 def main(host: str) -> int:
-    """``nia hook HOST`` as the installed hooks run it; always 0 (the host's turn never fails because of nia)."""
+    """``nia hook HOST`` as the installed hooks run it; always 0 (the host's turn never fails because of nia).
+
+    A hook answered in-process ends through :func:`nia_core.process.exit_command`, as every nia command
+    that ran plugins does (their threads and ``atexit`` handlers never keep the agent waiting).
+    """
     answered_here = False
 
     def fallback(data: bytes, why: str, seconds: float) -> None:
@@ -67,9 +71,9 @@ def main(host: str) -> int:
 
     hook(host, fallback)
     if answered_here:
-        from nia_core.agents.answer import leave_stray_threads
+        from nia_core.process import exit_command
 
-        leave_stray_threads()
+        exit_command(0)
     return 0
 
 

@@ -286,7 +286,7 @@ class Resident:
         answer = io.StringIO()
         with _captured() as stderr:
             with stdout_to_stderr():
-                result = run(door, data, self.runtime, parent_pid=parent)  # the hook's parent, not this process's
+                result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
