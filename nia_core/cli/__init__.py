@@ -24,7 +24,7 @@ def main() -> None:
         if argv[1] in ADAPTERS:
             from nia_core.resident.client import main as hook_main
 
-            hook_main(argv[1])
+            sys.exit(hook_main(argv[1]))
     from nia_core.cli.commands import main as click_main
 
     click_main()

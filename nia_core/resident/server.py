@@ -414,7 +414,9 @@ def main(argv: list[str]) -> None:
             os.unlink(os.path.join(place, key + ".lock"))
         with contextlib.suppress(Exception):
             sys.stderr.flush()
-        os._exit(0)  # threads a plugin left behind must not keep a finished resident alive
+        from nia_core.process import end
+
+        end(0)  # threads a plugin left behind must not keep a finished resident alive
 
 
 def _lock(path: str) -> int | None:
@@ -440,8 +442,10 @@ def _log_to(path: str) -> None:
 
 def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
     from nia_core.agents.answer import log_to_stderr
+    from nia_core.process import guard_exit
     from nia_core.resident.residents import metadata_path
 
+    guard_exit()  # a plugin's os._exit is refused (raised in its code) here as in a hook's own process
     log_to_stderr()
     resident = Resident(options, found, place, key)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
