@@ -85,7 +85,7 @@ def next_page(link: str | None) -> str | None:
         return None
     for url, rel in _LINK.findall(link):
         if "next" in rel.split():
-            return url
+            return str(url)
     return None
 
 

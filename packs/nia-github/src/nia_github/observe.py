@@ -110,8 +110,8 @@ def observe(client: Client, target: Target) -> dict[str, Any]:
     if pull is None:
         return {**value, "state": "no-pr"}
     number = pull["number"]
-    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
-    sha = _text(head.get("sha"))
+    head = pull.get("head")
+    sha = _text(head.get("sha")) if isinstance(head, dict) else ""
     pr = {"number": number, "title": _text(pull.get("title")), "state": pr_state(pull)}
 
     runs: list[list[str]] = []

@@ -125,8 +125,8 @@ class Tokens:
             known = self._gh.get(host)
             if known is not None and time.monotonic() - known[0] < (KEEP_SECONDS if known[1] else NONE_SECONDS):
                 return known[1]
-        value = run_gh(host, root)
-        token = Token(value, "gh auth token") if value else None
+        answer = run_gh(host, root)
+        token = Token(answer, "gh auth token") if answer else None
         with self._lock:
             self._gh[host] = (time.monotonic(), token)
         return token

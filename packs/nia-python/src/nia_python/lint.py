@@ -75,7 +75,8 @@ def _from_json(item: Any, root: str) -> Finding | None:
         return None
     if item.get("severity") == "note":
         return None
-    location = item.get("location") if isinstance(item.get("location"), dict) else {}
+    found = item.get("location")
+    location: dict[str, Any] = found if isinstance(found, dict) else {}
     path = item.get("filename", item.get("file"))
     line = location.get("row", item.get("line"))
     column = location.get("column", item.get("column", 0))
