@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -147,8 +146,8 @@ def test_a_scripted_session_tells_each_change_once(venv, tmp_path):
         baseline = hook("SessionStart", source="startup")
         assert baseline is not None
         assert (
-            "Python tests (pytest's last results in `.pytest_cache`): 3 tests failing: `tests/test_shop.py::test_cart`, "
-            "`tests/test_shop.py::test_login`, `tests/test_shop.py::test_pay`."
+            "Python tests (pytest's last results in `.pytest_cache`): 3 tests failing: "
+            "`tests/test_shop.py::test_cart`, `tests/test_shop.py::test_login`, `tests/test_shop.py::test_pay`."
         ) in baseline
         assert "Python project (`pyproject.toml`): `shop` 1.4.0, requires Python >=3.11." in baseline
         assert "GitHub: branch `feature` has pull request #12 in `acme/shop`" in baseline

@@ -33,6 +33,7 @@ def github(monkeypatch):
     with FakeGitHub() as server:
         monkeypatch.setenv("NIA_GITHUB_API", server.url)
         monkeypatch.setenv("GH_TOKEN", server.state["token"])
+        monkeypatch.setenv("NIA_GITHUB_REFRESH", "0.001")  # each observation asks the server again
         yield server
 
 

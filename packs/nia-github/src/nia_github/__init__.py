@@ -10,9 +10,8 @@ a remote on GitHub (``github.com``, or the host ``NIA_GITHUB_HOST`` names):
   author, the first line of the comment), quoted as data.
 
 GitHub is asked through nia's one HTTP client with a token from
-``GH_TOKEN``/``GITHUB_TOKEN`` or ``gh auth token``, on nia's refresh schedule
-(``refresh``, 60 s), so a prompt uses the last answer instead of waiting on the
-network. Built on nia's public API only.
+``GH_TOKEN``/``GITHUB_TOKEN`` or ``gh auth token``, at most once every
+``refresh`` seconds (60). Built on nia's public API only.
 """
 
 from __future__ import annotations

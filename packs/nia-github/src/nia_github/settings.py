@@ -22,7 +22,7 @@ MIN_REFRESH = 10.0
 @dataclass(frozen=True)
 class Settings:
     refresh: float = 60.0
-    """Seconds an observation stays current; a new one is made in the background (nia's ``refresh``)."""
+    """Seconds an answer stands before GitHub is asked again."""
     timeout: float = 5.0
     """Seconds all the requests of one observation may take together."""
     checks: int = 5
