@@ -9,7 +9,8 @@ plugins, the boundary, the echo provider, the stored reply), median per turn of
 
 - the whole turn;
 - the store's share: the time spent inside the store's methods (a method calling
-  another is charged once);
+  another is charged once), and this thread's CPU time in them (SQLite syncs
+  every commit to disk, and a busy disk blurs the wall time);
 - encoding the request once: the echo provider's lowering and its JSON
   (``canonical_json(EchoProvider().lower(request))``) of the very request the turn sent;
 
@@ -67,10 +68,12 @@ STORE_METHODS = (
 
 
 class StoreTimer:
-    """Wraps ``store``'s methods in place; ``seconds`` adds up the time spent in them (outermost call only)."""
+    """Wraps ``store``'s methods in place; ``seconds`` adds up the time spent in them (outermost call only),
+    ``cpu`` this thread's CPU time in them (what a disk's or a server's wait does not blur)."""
 
     def __init__(self, store: Store) -> None:
         self.seconds = 0.0
+        self.cpu = 0.0
         self._depth = 0
         for name in STORE_METHODS:
             method = getattr(store, name, None)
@@ -82,11 +85,12 @@ class StoreTimer:
             if self._depth:
                 return method(*args, **kwargs)
             self._depth += 1
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             try:
                 return method(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - started
+                self.cpu += time.thread_time() - cpu
                 self._depth -= 1
 
         return timed
@@ -159,8 +163,12 @@ def fill(url: str, session_id: str, upto: int) -> None:
     conn.close()
 
 
-def measure(url: str, project: Path, sizes: list[int], turns: int) -> list[tuple[int, float, float, float, int]]:
-    """Per size: ``(size, median turn ms, store ms, encoding ms, messages sent at the end)``.
+Row = tuple[int, float, float, float, float, int]
+"""``(size, median turn ms, store ms, store CPU ms, encoding ms, messages sent at the end)``."""
+
+
+def measure(url: str, project: Path, sizes: list[int], turns: int) -> list[Row]:
+    """Per size, a :data:`Row`.
 
     One session per size in one database; the turns go round the sessions (one turn each per round), so a
     busy spell of the machine hits every size alike.
@@ -176,22 +184,23 @@ def measure(url: str, project: Path, sizes: list[int], turns: int) -> list[tuple
     for size, session_id in zip(sizes, sessions, strict=True):
         if size > 2:
             fill(url, session_id, size)
-    samples: dict[int, tuple[list[float], list[float], list[float]]] = {size: ([], [], []) for size in sizes}
+    samples: dict[int, tuple[list[float], ...]] = {size: ([], [], [], []) for size in sizes}
     sent: dict[int, int] = {}
     with open_store(url) as store:
         timer = StoreTimer(store)
         for index in range(turns + 1):
             for size, session_id in zip(sizes, sessions, strict=True):
-                timer.seconds = 0.0
+                timer.seconds = timer.cpu = 0.0
                 started = time.perf_counter()
                 runtime.turn(store, session_id, f"turn {index}: what next?", providers=provider)
                 elapsed = time.perf_counter() - started
                 assert provider.last is not None
                 sent[size] = len(provider.last.messages)
                 if index:  # the first turn of a fresh store reads the whole history: not a steady turn
-                    turn_ms, store_ms, encode_ms = samples[size]
+                    turn_ms, store_ms, store_cpu_ms, encode_ms = samples[size]
                     turn_ms.append(elapsed * 1000)
                     store_ms.append(timer.seconds * 1000)
+                    store_cpu_ms.append(timer.cpu * 1000)
                     encode_ms.append(encode_once(provider.last) * 1000)
     return [
         (size, *(statistics.median(values) for values in samples[size]), sent[size])  # type: ignore[misc]
@@ -228,17 +237,19 @@ def postgres() -> Iterator[str | None]:
         cluster.destroy()
 
 
-def table(name: str, rows: list[tuple[int, float, float, float, int]]) -> None:
+def table(name: str, rows: list[Row]) -> None:
     print(f"{name}: median of the turns at each size")
-    print(f"{'messages (first -> last turn)':>30} {'turn ms':>9} {'store ms':>9} {'encode ms':>10}")
-    for size, turn, store, encode, messages in rows:
-        print(f"{f'{size:,} -> {messages:,}':>30} {turn:>9.2f} {store:>9.2f} {encode:>10.2f}")
-    first, last = rows[0], rows[-1]
-    store_ratio = last[2] / first[2]
-    growth = last[1] - first[1]
-    encode_growth = last[3] - first[3]
     print(
-        f"store share at {last[4]:,} / at {first[4]:,} messages: {store_ratio:.2f}x (goal: at most 1.2x);"
+        f"{'messages (first -> last turn)':>30} {'turn ms':>9} {'store ms':>9} {'store CPU ms':>13} {'encode ms':>10}"
+    )
+    for size, turn, store, cpu, encode, messages in rows:
+        print(f"{f'{size:,} -> {messages:,}':>30} {turn:>9.2f} {store:>9.2f} {cpu:>13.2f} {encode:>10.2f}")
+    first, last = rows[0], rows[-1]
+    growth = last[1] - first[1]
+    encode_growth = last[4] - first[4]
+    print(
+        f"store share at {last[5]:,} / at {first[5]:,} messages: {last[2] / first[2]:.2f}x"
+        f" (CPU {last[3] / first[3]:.2f}x; goal: at most 1.2x);"
         f" turn growth {growth:.2f} ms / encoding growth {encode_growth:.2f} ms ="
         f" {growth / encode_growth:.2f}x (goal: at most 1.5x)"
     )

@@ -55,6 +55,10 @@ KEEPS_METHOD = frozenset({307, 308})
 MAX_REDIRECTS = 5
 CHUNK = 64 * 1024
 
+Body = bytes | tuple[bytes, ...]
+"""A request body: bytes, or bytes in parts (sent one after the other, with a ``Content-Length`` of their sum,
+so a body of megabytes is never copied into one object)."""
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -394,7 +398,7 @@ def request(
     url: str,
     *,
     headers: Mapping[str, str] | None = None,
-    body: bytes | None = None,
+    body: Body | None = None,
     timeout: float = 60.0,
     deadline: Deadline | None = None,
     credential_headers: frozenset[str] = CREDENTIAL_HEADERS,
@@ -451,7 +455,7 @@ def _safe_origin(url: str) -> str:
 
 
 def _once(
-    method: str, url: str, headers: Mapping[str, str], body: bytes | None, timeout: float, deadline: Deadline
+    method: str, url: str, headers: Mapping[str, str], body: Body | None, timeout: float, deadline: Deadline
 ) -> Response:
     try:
         parts = check_url(url)
@@ -465,6 +469,9 @@ def _once(
     https = parts.scheme.lower() == "https"
     target = urlunsplit(("", "", parts.path or "/", parts.query, ""))
     wire_headers = dict(headers)
+    size = 0 if body is None else len(body) if isinstance(body, bytes) else sum(map(len, body))
+    if isinstance(body, tuple):  # http.client sends the parts in turn; told the length, it does not chunk them
+        wire_headers["Content-Length"] = str(size)
     proxy = _proxy_for(parts)
     connection: http.client.HTTPConnection
     if proxy is None:
@@ -510,7 +517,7 @@ def _once(
         " via proxy" if proxy is not None else "",
         raw.status,
         _ms(started),
-        len(body or b""),
+        size,
     )
     return Response(raw, sock, url, timeout, deadline, watchdog)
 

@@ -4,6 +4,8 @@ Plugins run in-process. Three things they can do would otherwise decide how
 the process behaves:
 
 * print to stdout: :func:`run` points fd 1 at stderr first (see :mod:`nia_core.stdio`);
+* hand nia text holding control characters that a terminal would obey:
+  :func:`run` wraps the streams that are terminals (see :mod:`nia_core.terminal`);
 * leave threads behind: a non-daemon thread that never ends would keep Python
   waiting at exit, and a plugin import stuck past its deadline keeps running
   on a daemon thread (a thread cannot be killed) that may hold the import lock
@@ -153,11 +155,13 @@ def run(command: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     import signal  # here, not at import: the agent hooks import this module but never run() it
 
     from nia_core.stdio import redirect_fd
+    from nia_core.terminal import guard_terminals
 
     with contextlib.suppress(ValueError):  # not the main thread: keep Python's handler
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             signal.signal(signal.SIGINT, _on_sigint)
     redirect_fd()
+    guard_terminals()
     guard_exit()
     global _quick_exit, _final_status
     _quick_exit = False  # only the command run here may ask

@@ -32,6 +32,7 @@ from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
 from nia_core.records import record
+from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -100,11 +101,15 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         missing: list[str] = []
         role = adapter.role(hook.event)
         starts = role == START and hook.source in adapter.fresh
+        forked = _fork(adapter, hook, runtime, store, session.id, entry)
+        if forked == "waiting":
+            entry.outcome = "fork-waiting"
+            return
         if starts and not _answered(adapter, hook, store, session.id, location.root):
             report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
-            if not starts and not _in_flight(adapter, hook, session.id):
+            if not starts and forked != "continued" and not _in_flight(adapter, hook, session.id):
                 missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
@@ -116,6 +121,41 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
             else:
                 report = runtime.boundary(store, session.id, narrow=native)
         _report(adapter, hook, report, missing, location.root, result)
+        if forked == "continued":
+            entry.outcome = f"forked+{entry.outcome}"
+
+
+def _fork(
+    adapter: HostAdapter, hook: HookInput, runtime: Runtime, store: Store, session_id: str, entry: hook_log.Entry
+) -> str:
+    """A fork continues the epoch of the conversation it copies: ``continued``, ``waiting`` or ``''``.
+
+    The fork's model has the parent's whole conversation, nia's baseline and
+    updates included; a new baseline would be a second, stale one in every
+    later request. So the fork's attached session copies the parent's epoch
+    and the boundary that follows says only what changed since (``continued``).
+    A host that names the parent only after the fork's first turn
+    (:attr:`HostAdapter.fork_recorded_late`) may not say yet: then nothing is
+    said to the fork (``waiting``) until a hook of it can tell, rather than a
+    baseline. A fork whose parent nia never attached to starts as usual ('').
+    """
+    role = adapter.role(hook.event)
+    fork_start = role == START and hook.source in adapter.forks
+    if not fork_start and not _waiting_fork(session_id):
+        return ""
+    if store.state(session_id).epoch is not None:
+        return ""
+    parent = adapter.fork_parent(hook)
+    if parent is not None and runtime.continue_fork(store, adapter.name, parent, session_id):
+        return "continued"
+    if parent is None and adapter.fork_recorded_late and Transcript.open(hook.transcript_path) is None:
+        return "waiting"
+    return ""
+
+
+def _waiting_fork(session_id: str) -> bool:
+    previous = hook_log.last_entry(session_id)
+    return previous is not None and previous.get("outcome") == "fork-waiting"
 
 
 def _answered(
@@ -132,7 +172,8 @@ def _answered(
     """
     if hook.source != "compact" or not adapter.compaction or not adapter.compaction_recorded_first:
         return False
-    transcript = Transcript.open(hook.transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(hook.transcript_path) if hook.transcript_path else ()
+    transcript = Transcript.open(hook.transcript_path, adapter.compaction, ancestors)
     if transcript is None or not transcript.is_compacted():
         return False
     epoch = store.state(session_id).epoch
@@ -180,7 +221,8 @@ def _missing(
     nothing before it). The flag says none of the texts is there: the epoch
     is gone. Without a readable transcript nothing is concluded.
     """
-    transcript = Transcript.open(transcript_path, adapter.compaction)
+    ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
+    transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
     if transcript is None:
         return [], False
     state = store.state(session_id)
@@ -318,6 +360,7 @@ def main(host: str) -> int:
     from nia_core.runtime import Runtime
 
     guard_exit()
+    guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first

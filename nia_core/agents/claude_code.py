@@ -18,6 +18,12 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 - Its transcript lines carry ``"version": "2.1.328"``.
 - It writes a resumed turn's SessionStart output to the transcript only after
   the prompt's UserPromptSubmit hook ran.
+- ``claude --resume ID --fork-session`` starts a new session id with
+  SessionStart ``fork``; its hook input does not name the parent, and in
+  ``-p`` mode its transcript (a copy of the parent's lines, each assistant
+  line keeping its ``requestSessionId``) is written only after the first turn;
+  the ``claude`` process the hooks run under has the parent's id in its
+  arguments.
 - At the start of a conversation it adds its own git status, "a snapshot in
   time" that "will not update during the conversation". The setting
   ``"includeGitInstructions": false`` (``CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS``)
@@ -39,11 +45,12 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
-from nia_core.agents.contract import HostAdapter, NativeFiles, SettingsPlaces, characters
-from nia_core.agents.transcript import version_field
+from nia_core.agents.contract import HookInput, HostAdapter, NativeFiles, SettingsPlaces, characters
+from nia_core.agents.transcript import Transcript, version_field
 
 
 def hook_outputs(line: Mapping[str, Any]) -> list[str]:
@@ -55,6 +62,56 @@ def hook_outputs(line: Mapping[str, Any]) -> list[str]:
     if attachment.get("type") != "hook_additional_context" or not isinstance(content, list):
         return []
     return [text for text in content if isinstance(text, str)]
+
+
+def fork_parent(hook: HookInput) -> str | None:
+    """The session a fork (``--fork-session``) copies: its transcript says, else the command line that forked it.
+
+    The fork's transcript copies the parent's lines, and each assistant line
+    keeps the ``requestSessionId`` of the session that asked for it: the last
+    one that is not the fork's own is the parent. In ``-p`` mode the
+    transcript is written only after the fork's first turn, but the hooks run
+    under the ``claude`` process whose arguments name it
+    (``--resume ID --fork-session``).
+    """
+    transcript = Transcript.open(hook.transcript_path)
+    if transcript is not None:
+        found = None
+        for line in transcript.outputs('"requestSessionId"', _request_session, whole=True):
+            if line != hook.session_id:
+                found = line
+        if found:
+            return found
+    return _forked_by_command_line()
+
+
+def _request_session(line: Mapping[str, Any]) -> list[str]:
+    value = line.get("requestSessionId")
+    return [value] if line.get("type") == "assistant" and isinstance(value, str) and value else []
+
+
+def _forked_by_command_line(levels: int = 4) -> str | None:
+    """The ``--resume`` id of the ``claude --fork-session`` process this hook runs under (Linux), else ``None``."""
+    pid = os.getppid()
+    for _ in range(levels):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = [a.decode("utf-8", "replace") for a in handle.read(64 * 1024).split(b"\0")]
+            with open(f"/proc/{pid}/status", "rb") as handle:
+                parent = next((int(x.split()[1]) for x in handle.read(8192).splitlines() if x.startswith(b"PPid:")), 0)
+        except (OSError, ValueError):
+            return None
+        if "--fork-session" in argv:
+            for index, arg in enumerate(argv):
+                if arg in ("--resume", "-r") and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+                    return argv[index + 1]
+                if arg.startswith("--resume="):
+                    return arg.split("=", 1)[1] or None
+            return None
+        if parent <= 1:
+            return None
+        pid = parent
+    return None
 
 
 ADAPTER = HostAdapter(
@@ -80,6 +137,8 @@ ADAPTER = HostAdapter(
     compaction='"subtype":"compact_boundary"',
     compaction_recorded_first=False,
     start_recorded_late=True,
+    fork_parent=fork_parent,
+    fork_recorded_late=True,
     git_snapshot_off={"includeGitInstructions": False},
     git_snapshot_note="it also leaves out Claude Code's built-in commit and pull-request instructions",
     output_marker='"hook_additional_context"',

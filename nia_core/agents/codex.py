@@ -38,6 +38,10 @@ Checked against https://developers.openai.com/codex/hooks and the source of
   ``should_use_remote_compact_task`` for OpenAI's providers only) filters the
   server's output through ``compact_remote.rs``
   ``should_keep_compacted_history_item``, which drops ``developer`` messages.
+- ``codex exec fork ID`` starts a new thread with SessionStart ``fork``; its
+  rollout's first line (``session_meta``) says ``forked_from_id`` (written
+  before the hook runs), and it does not copy the parent's lines: the
+  parent's rollout lies beside it under ``sessions/``.
 - ``/clear`` (terminal UI, through the app-server's ``thread/start`` with
   ``sessionStartSource: "clear"``) starts a new thread: a new ``session_id``
   with SessionStart ``clear``. ``codex exec`` cannot clear.
@@ -45,12 +49,13 @@ Checked against https://developers.openai.com/codex/hooks and the source of
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nia_core.agents.contract import HostAdapter, NativeFiles, SettingsPlaces, Switch, utf8_bytes
-from nia_core.agents.transcript import version_field
+from nia_core.agents.contract import HookInput, HostAdapter, NativeFiles, SettingsPlaces, Switch, utf8_bytes
+from nia_core.agents.transcript import first_line, version_field
 
 HOOK_KIND = "hooks.additional_context"
 
@@ -72,6 +77,40 @@ def hook_outputs(line: Mapping[str, Any]) -> list[str]:
         for kind, item in zip(kinds, content, strict=True)
         if kind == HOOK_KIND and isinstance(item, dict) and isinstance(item.get("text"), str)
     ]
+
+
+_FORKED_FROM = re.compile(r'"forked_from_id"\s*:\s*"([0-9A-Za-z-]{1,64})"')
+MAX_ANCESTORS = 8
+"""How many forks back a rollout's parents are followed (each is a bounded read)."""
+
+
+def fork_parent(hook: HookInput) -> str | None:
+    """The thread a fork copies: ``forked_from_id`` in its rollout's first line (``session_meta``)."""
+    return _forked_from(hook.transcript_path)
+
+
+def _forked_from(path: str | None) -> str | None:
+    line = first_line(path)
+    match = _FORKED_FROM.search(line) if '"type":"session_meta"' in line.replace(" ", "") else None
+    return match.group(1) if match else None
+
+
+def ancestors(path: str) -> tuple[str, ...]:
+    """The rollouts a fork's rollout continues, oldest first: Codex does not copy the parent's lines.
+
+    They lie beside it in ``$CODEX_HOME/sessions/YYYY/MM/DD/``, named
+    ``rollout-<time>-<thread id>.jsonl``.
+    """
+    found: list[str] = []
+    sessions = Path(path).parents[3] if len(Path(path).parents) > 3 else None
+    parent = _forked_from(path)
+    while parent and sessions is not None and len(found) < MAX_ANCESTORS:
+        match = next(iter(sorted(sessions.glob(f"*/*/*/rollout-*-{parent}.jsonl"))), None)
+        if match is None or str(match) in found:
+            break
+        found.append(str(match))
+        parent = _forked_from(str(match))
+    return tuple(reversed(found))
 
 
 TRUST_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit"}
@@ -128,6 +167,8 @@ ADAPTER = HostAdapter(
         "configuration also needs the project trusted in Codex.",
     ),
     trusted=trusted,
+    fork_parent=fork_parent,
+    ancestors=ancestors,
     compaction='"type":"compacted"',
     compaction_recorded_first=True,
     output_marker=f'"{HOOK_KIND}"',

@@ -134,6 +134,15 @@ class HostAdapter:
     """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
     fresh: tuple[str, ...] = FRESH
     """Start sources that begin a fresh conversation (a new epoch); any other start source is a boundary."""
+    forks: tuple[str, ...] = ("fork",)
+    """Start sources of a conversation that begins as a copy of another (a fork): it continues the other's epoch."""
+    fork_parent: Callable[[HookInput], str | None] = lambda hook: None
+    """The host's session id of the conversation a fork copies, where the host says it (``None``: not known)."""
+    fork_recorded_late: bool = False
+    """Whether the host may say which conversation a fork copies only after the fork's first turn (its
+    transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
+    ancestors: Callable[[str], tuple[str, ...]] = lambda path: ()
+    """The transcripts a fork's transcript continues without copying them (oldest first)."""
     input_keys: InputKeys = field(default_factory=InputKeys)
     output: str = "hookSpecificOutput"
     """How the text is printed: ``hookSpecificOutput`` (``{"hookSpecificOutput": {"hookEventName": EVENT,

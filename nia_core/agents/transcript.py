@@ -56,8 +56,10 @@ def _open_regular(path: str) -> BinaryIO | None:
 class Transcript:
     """A host transcript, read from its end first and whole only when the end does not answer."""
 
-    def __init__(self, path: str, since: str = "") -> None:
+    def __init__(self, path: str, since: str = "", ancestors: tuple[str, ...] = ()) -> None:
         self.path = path
+        self.ancestors = ancestors
+        """Transcripts this one continues (a fork's parent, oldest first) that the host does not copy into it."""
         self._since = re.compile(since) if since else None
         self._record = _members(since)
         self._tail: str | None = None
@@ -67,15 +69,17 @@ class Transcript:
         """Whether a compaction record was found (the text kept is what follows the last one)."""
 
     @classmethod
-    def open(cls, path: str | None, since: str = "") -> Transcript | None:
+    def open(cls, path: str | None, since: str = "", ancestors: tuple[str, ...] = ()) -> Transcript | None:
         """The transcript at ``path``, or ``None`` when there is none to read (yet).
 
         ``since``: the host's compaction record (a regular expression); only
-        what follows its last match is searched.
+        what follows its last match is searched. ``ancestors``: transcripts the
+        conversation continues (oldest first), read before it when the end of
+        ``path`` does not answer (each at most :data:`WHOLE_BYTES` from its end).
         """
         if not path:
             return None
-        found = cls(path, since)
+        found = cls(path, since, ancestors)
         handle = _open_regular(path)
         if handle is None:
             return None
@@ -93,7 +97,7 @@ class Transcript:
             found._tail = tail
             found._tail = found._all()
             return found
-        if found._size <= TAIL_BYTES or found.compacted:
+        if found.compacted or (found._size <= TAIL_BYTES and not ancestors):
             found._whole = found._tail  # the whole file, or all of it the model still sees
         return found
 
@@ -147,18 +151,25 @@ class Transcript:
 
     def _all(self) -> str:
         if self._whole is None:
-            handle = _open_regular(self.path)
-            try:
-                if handle is None:
-                    raise OSError(self.path)
-                with handle:
-                    size = handle.seek(0, 2)
-                    handle.seek(max(0, size - WHOLE_BYTES))
-                    self._whole_read = True
-                    text = handle.read(WHOLE_BYTES).decode("utf-8", errors="replace")
-                    self._whole = self._after_compaction(text, cut=size > WHOLE_BYTES)
-            except OSError:
-                self._whole = self._tail or ""
+            parts: list[str] = []
+            cut = False
+            for index, path in enumerate((*self.ancestors, self.path)):
+                handle = _open_regular(path)
+                try:
+                    if handle is None:
+                        raise OSError(path)
+                    with handle:
+                        size = handle.seek(0, 2)
+                        handle.seek(max(0, size - WHOLE_BYTES))
+                        self._whole_read = True
+                        parts.append(handle.read(WHOLE_BYTES).decode("utf-8", errors="replace"))
+                        cut = cut or (index == 0 and size > WHOLE_BYTES)
+                except OSError:
+                    if path == self.path:
+                        self._whole = self._tail or ""
+                        return self._whole
+            text = "\n".join(part if part.endswith("\n") or not part else part + "\n" for part in parts)
+            self._whole = self._after_compaction(text, cut=cut)
         return self._whole
 
     @property
@@ -220,3 +231,18 @@ def version_field(path: str | None, field: str) -> tuple[int, ...] | None:
     if match is None:
         return None
     return tuple(int(p) for p in match.group(1).split("."))
+
+
+def first_line(path: str | None) -> str:
+    """The transcript's first line (at most :data:`HEAD_BYTES`), '' when there is none to read."""
+    if not path:
+        return ""
+    handle = _open_regular(path)
+    if handle is None:
+        return ""
+    try:
+        with handle:
+            head = handle.read(HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return head.split("\n", 1)[0]

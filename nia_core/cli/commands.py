@@ -27,7 +27,9 @@ Each command module exports its command and imports nothing of this one;
 """
 
 
-@click.group(cls=NiaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# color=True: click never strips what looks like a colour code from output, so a pipe gets every byte of a
+# file or a prompt; a terminal gets control characters shown, not obeyed (nia_core.terminal).
+@click.group(cls=NiaGroup, context_settings={"help_option_names": ["-h", "--help"], "color": True})
 @click.version_option(__version__, "--version", prog_name="nia", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logging.")
 @click.option(

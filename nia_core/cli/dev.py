@@ -16,12 +16,26 @@ from nia_core.cli.app import App
 from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.context import ReplacementBlocked, ReplacementReady, Unchanged, Updated
 from nia_core.context.system import Reconciliation
+from nia_core.terminal import OWN_STYLING, on_a_terminal, terminal_safe
 
 if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
     from nia_core.plugin_host.reload import Baseline, DevSession, ReloadResult
     from nia_core.plugin_host.watch import ChangeWatcher
 
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
+
+
+def secho(message: str, *, err: bool = False, **styles: Any) -> None:
+    """``click.secho`` for nia's own colours on a terminal: the text is escaped first, then styled.
+
+    Everything else reaches a terminal escaped as a whole (:mod:`nia_core.terminal`),
+    which would show a colour's own escape sequence as text.
+    """
+    if not on_a_terminal(err=err):  # plain text, every byte as it is
+        click.echo(message, err=err)
+        return
+    with OWN_STYLING:
+        click.secho(terminal_safe(message), err=err, **styles)
 
 
 @click.command()
@@ -134,14 +148,14 @@ class TextPrinter(Printer):
 
     def baseline(self, session: DevSession, baseline: Baseline) -> None:
         keys = [key for key, _, _ in baseline.generation.spans]
-        click.secho(f"Baseline ({len(keys)} sources: {', '.join(keys) or 'none'})", bold=True)
+        secho(f"Baseline ({len(keys)} sources: {', '.join(keys) or 'none'})", bold=True)
         click.echo(baseline.generation.baseline)
         for error in baseline.errors:
-            click.secho(f"Error: {error}", fg="red", err=True)
+            secho(f"Error: {error}", fg="red", err=True)
         reported = {error.plugin for error in baseline.errors}
         for info in session.host.infos():
             if info.error and info.name not in reported:
-                click.secho(f"Error: plugin {info.name!r}: {info.error}", fg="red", err=True)
+                secho(f"Error: plugin {info.name!r}: {info.error}", fg="red", err=True)
         if baseline.unavailable:
             click.echo("Warning: unavailable, shown without them: " + ", ".join(baseline.unavailable), err=True)
 
@@ -149,9 +163,9 @@ class TextPrinter(Printer):
         how = "Polling" if watcher.polling else "Watching"
         if watcher.watching:
             folders = ", ".join(_display(p, self.base) for p in watcher.watching)
-            click.secho(f"\n{how} {folders} for changes (Ctrl-C to stop)", dim=True)
+            secho(f"\n{how} {folders} for changes (Ctrl-C to stop)", dim=True)
         else:
-            click.secho(f"\n{how} for .nia/plugins/ to appear (or pass --plugins-dir) (Ctrl-C to stop)", dim=True)
+            secho(f"\n{how} for .nia/plugins/ to appear (or pass --plugins-dir) (Ctrl-C to stop)", dim=True)
 
     def result(self, result: ReloadResult) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -163,18 +177,18 @@ class TextPrinter(Printer):
         what += ["config changed"] if not what and any(e.plugin is None for e in result.errors) else []
         files = ", ".join(_display(p, self.base) for p in result.paths[:3]) + (" ..." if len(result.paths) > 3 else "")
         head = f"\n[{stamp}] {files or 'check'}"
-        click.secho(f"{head}: {'; '.join(what) or 'no plugin code changed'} ({result.seconds * 1000:.0f} ms)", dim=True)
+        secho(f"{head}: {'; '.join(what) or 'no plugin code changed'} ({result.seconds * 1000:.0f} ms)", dim=True)
         for error in result.errors:
-            click.secho(f"Error: {error}", fg="red")
+            secho(f"Error: {error}", fg="red")
         for problem in result.problems:
-            click.secho(f"Error: {problem}", fg="red")
+            secho(f"Error: {problem}", fg="red")
         _print_outcome(result.outcome)
 
     def notice(self, message: str) -> None:
-        click.secho(f"Warning: {message}", fg="yellow", err=True)
+        secho(f"Warning: {message}", fg="yellow", err=True)
 
     def crash(self, exc: Exception) -> None:
-        click.secho(f"Error: reload failed: {type(exc).__name__}: {exc} (still watching)", fg="red")
+        secho(f"Error: reload failed: {type(exc).__name__}: {exc} (still watching)", fg="red")
 
     def stopped(self) -> None:
         click.echo("Stopped.", err=True)
@@ -187,15 +201,15 @@ def _print_outcome(outcome: Reconciliation | None) -> None:
         click.echo("Unchanged")
     elif isinstance(outcome, Updated):
         count = len(outcome.changes)
-        click.secho(f"Update ({count} {'change' if count == 1 else 'changes'}):", bold=True)
+        secho(f"Update ({count} {'change' if count == 1 else 'changes'}):", bold=True)
         for change in outcome.changes:
-            click.secho(f"{MARKS[change.kind]} {change.kind} {change.key}", bold=True)
+            secho(f"{MARKS[change.kind]} {change.kind} {change.key}", bold=True)
             click.echo(change.text)
     elif isinstance(outcome, ReplacementReady):
-        click.secho(f"Replacement ({outcome.reason}); the new baseline:", bold=True)
+        secho(f"Replacement ({outcome.reason}); the new baseline:", bold=True)
         click.echo(outcome.generation.baseline)
     elif isinstance(outcome, ReplacementBlocked):
-        click.secho(
+        secho(
             f"Replacement needed ({outcome.reason}) but blocked on: {', '.join(outcome.keys)}; the baseline stays",
             bold=True,
         )

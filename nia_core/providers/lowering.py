@@ -11,13 +11,16 @@ request, so lowering refuses it with :class:`LoweringError`.
 
 Lowered bodies are plain dicts; :func:`encode_body` serializes them with
 sorted keys and fixed separators, so the same history gives the same bytes in
-every run and every process.
+every run and every process; :func:`encode_parts` gives the same bytes in parts,
+without the whole JSON text beside them (what a send holds).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,72 @@ class ProviderConfigError(ProviderError):
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """The bytes sent on the wire: sorted keys, no optional whitespace, UTF-8."""
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+LARGE_TEXT = 64 * 1024
+"""Strings at least this long (a baseline, a file a tool read) are encoded a slice at a time."""
+
+
+def encode_parts(body: Mapping[str, Any]) -> tuple[bytes, ...]:
+    """:func:`encode_body`'s bytes in parts, each byte encoded once, without the whole JSON text.
+
+    ``json.dumps`` then ``.encode()`` holds the text and the bytes of a
+    megabytes-long baseline at once. Here every string of :data:`LARGE_TEXT`
+    characters or more is set aside, the rest is encoded by ``json.dumps`` with
+    a placeholder in its place, and the string is then escaped and encoded a
+    slice at a time into the placeholder's place. JSON escapes each character
+    on its own, so the parts joined are :func:`encode_body`'s bytes exactly;
+    what is held is the body's own strings and one copy of the bytes.
+    """
+    large: list[str] = []
+    token = os.urandom(8).hex()  # a placeholder no text of the body can hold by chance
+    text = json.dumps(
+        _set_aside(body, large, f"\x00{token}:"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    if not large:
+        return (text.encode("utf-8"),)
+    marks = list(re.finditer(r'"\\u0000' + token + r':(\d+)"', text))
+    if sorted(int(mark.group(1)) for mark in marks) != list(range(len(large))):
+        return (encode_body(body),)  # a text of the body spells a placeholder after all: the plain way
+    parts: list[bytes] = []
+    end = 0
+    for mark in marks:
+        parts.append(text[end : mark.start() + 1].encode("utf-8"))  # up to and with the opening quote
+        value = large[int(mark.group(1))]
+        for start in range(0, len(value), LARGE_TEXT):
+            parts.append(json.dumps(value[start : start + LARGE_TEXT], ensure_ascii=False)[1:-1].encode("utf-8"))
+        end = mark.end() - 1  # from the closing quote
+    parts.append(text[end:].encode("utf-8"))
+    return tuple(parts)
+
+
+def _set_aside(value: Any, large: list[str], placeholder: str) -> Any:
+    """``value`` with each long string replaced by ``placeholder`` and its index in ``large`` (copied only
+    where something changed: the short strings of a long history are looked at, never copied)."""
+    if isinstance(value, str):
+        if len(value) < LARGE_TEXT:
+            return value
+        large.append(value)
+        return f"{placeholder}{len(large) - 1}"
+    if isinstance(value, dict):
+        changed: dict[Any, Any] | None = None
+        for key, item in value.items():
+            if isinstance(item, str | dict | list | tuple) and not (isinstance(item, str) and len(item) < LARGE_TEXT):
+                swapped = _set_aside(item, large, placeholder)
+                if swapped is not item:
+                    changed = changed if changed is not None else dict(value)
+                    changed[key] = swapped
+        return value if changed is None else changed
+    if isinstance(value, list | tuple):
+        copied: list[Any] | None = None
+        for index, item in enumerate(value):
+            if isinstance(item, str | dict | list | tuple) and not (isinstance(item, str) and len(item) < LARGE_TEXT):
+                swapped = _set_aside(item, large, placeholder)
+                if swapped is not item:
+                    copied = copied if copied is not None else list(value)
+                    copied[index] = swapped
+        return value if copied is None else copied
+    return value
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> str:

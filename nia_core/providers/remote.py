@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from nia_core.http import redact_url
 from nia_core.model import ModelRequest, Reply, StreamCallback, split_model
-from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body
+from nia_core.providers.lowering import CapabilityTable, ModelCapabilities, encode_body, encode_parts
 from nia_core.providers.settings import HttpDefaults, HttpSettings, http_settings
 from nia_core.providers.transport import Endpoint, HttpClient, HttpError, ServerSentEvent, Sleep
 
@@ -120,7 +120,7 @@ class RemoteProvider(ABC):
         body = self.lower(request)
         endpoint = self.endpoint()
         if stream is None:
-            obj = self.client.post_json(endpoint, encode_body(body))
+            obj = self.client.post_json(endpoint, encode_parts(body))
             reply = _shaped(endpoint, lambda: self.parse_reply(endpoint, obj))
         else:
             assembler = self.assembler(endpoint, stream)
@@ -129,7 +129,7 @@ class RemoteProvider(ABC):
                 _shaped(endpoint, lambda: assembler.feed(event))
 
             self.client.post_stream(
-                endpoint, encode_body(self.streaming_body(body)), feed, assembler.incomplete, assembler.whole
+                endpoint, encode_parts(self.streaming_body(body)), feed, assembler.incomplete, assembler.whole
             )
             reply = _shaped(endpoint, assembler.reply)
         declared = self.declared_tools(body)

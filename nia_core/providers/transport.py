@@ -27,7 +27,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from nia_core.http import CREDENTIAL_HEADERS, Deadline, HttpFailure, Limits, Response, header_items, redact_url, request
+from nia_core.http import (
+    CREDENTIAL_HEADERS,
+    Body,
+    Deadline,
+    HttpFailure,
+    Limits,
+    Response,
+    header_items,
+    redact_url,
+    request,
+)
 from nia_core.model import ProviderError
 
 log = logging.getLogger("nia.http")
@@ -138,7 +148,7 @@ class HttpClient:
         self.sleep = sleep
         self.limits = limits or Limits()
 
-    def post_json(self, endpoint: Endpoint, body: bytes) -> dict[str, Any]:
+    def post_json(self, endpoint: Endpoint, body: Body) -> dict[str, Any]:
         """POST ``body`` and return the decoded JSON object of the reply."""
 
         def read(response: Response, deadline: Deadline) -> dict[str, Any]:
@@ -149,7 +159,7 @@ class HttpClient:
     def post_stream(
         self,
         endpoint: Endpoint,
-        body: bytes,
+        body: Body,
         on_event: Callable[[ServerSentEvent], None],
         incomplete: Callable[[], str | None] = lambda: None,
         whole: Callable[[], bool] = lambda: False,
@@ -208,7 +218,7 @@ class HttpClient:
             raise error from None
 
     def _with_retries(
-        self, endpoint: Endpoint, body: bytes, handle: Callable[[Response, Deadline], T], *, streaming: bool
+        self, endpoint: Endpoint, body: Body, handle: Callable[[Response, Deadline], T], *, streaming: bool
     ) -> T:
         deadline = Deadline(self.deadline)
         attempt = 0
@@ -238,7 +248,7 @@ class HttpClient:
     def _once(
         self,
         endpoint: Endpoint,
-        body: bytes,
+        body: Body,
         handle: Callable[[Response, Deadline], T],
         deadline: Deadline,
         *,

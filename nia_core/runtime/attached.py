@@ -46,3 +46,50 @@ def attach(store: Store, host: str, host_session_id: str, location: str, *, mode
         except StoreError:
             pass
         raise
+
+
+FORK_REASON = "fork of "
+"""How a forked conversation's first epoch names where it came from (``fork of claude-code-3f2a…``)."""
+
+
+def continue_fork(store: Store, parent_id: str, child_id: str) -> bool:
+    """Start ``child_id``'s epoch as the copy of ``parent_id``'s active one; whether there was one to copy.
+
+    A fork (Claude Code ``--fork-session``, ``codex exec fork``) starts with
+    the parent's whole conversation, nia's baseline and updates included. So
+    the child's epoch gets the parent's baseline (from the snapshot it was
+    rendered from), then each of the parent's updates of that epoch in order,
+    each with the snapshot it advanced to: the child's next boundary says only
+    what changed since the parent's last one, and its fidelity check finds
+    the parent's texts where the host put them. Nothing happens when the child
+    already has an epoch (another hook of the same fork copied it first) or
+    the parent has none.
+    """
+    parent = store.state(parent_id)
+    child = store.state(child_id)
+    if parent.epoch is None or child.epoch is not None:
+        return False
+    number = parent.epoch.number
+    store.start_epoch(
+        child_id,
+        expected_revision=child.session.revision,
+        location=child.session.location,
+        model=child.session.model,
+        segments=[parent.epoch.baseline],
+        snapshot=store.snapshot(parent_id, parent.epoch.record.initial_snapshot_id),
+        reason=f"{FORK_REASON}{parent_id}",
+    )
+    for entry in store.history(parent_id):
+        message = entry.message
+        if message.kind != "system_update" or message.epoch != number or entry.snapshot_id is None:
+            continue
+        now = store.state(child_id)
+        assert now.epoch is not None
+        store.admit_update(
+            child_id,
+            expected_revision=now.session.revision,
+            epoch=now.epoch.number,
+            text=message.text,
+            snapshot=store.snapshot(parent_id, entry.snapshot_id),
+        )
+    return True

@@ -161,6 +161,24 @@ class Runtime:
 
         return attach(store, host, host_session_id, str(self.locate(where).path), model=model)
 
+    def continue_fork(self, store: Store, host: str, parent_host_session_id: str, session_id: str) -> bool:
+        """Give attached session ``session_id`` (a fork) the active epoch of the conversation it forks.
+
+        ``parent_host_session_id`` is the host's id of that conversation.
+        Whether there was an epoch to continue (see
+        :func:`nia_core.runtime.attached.continue_fork`).
+        """
+        from nia_core.runtime.attached import attached_id, continue_fork
+        from nia_core.sessions import UnknownSession
+
+        parent = attached_id(host, parent_host_session_id)
+        if parent == session_id:
+            return False
+        try:
+            return continue_fork(store, parent, session_id)
+        except UnknownSession:
+            return False
+
     def move(self, store: Store, session_id: str, where: Where) -> SessionRecord:
         """Make ``where`` the session's Location; its context is rebuilt there at the next boundary."""
         from nia_core.sessions import move

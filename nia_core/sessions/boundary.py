@@ -85,7 +85,7 @@ BoundaryResult = Ready | Blocked | AwaitingTools | Idle
 class _Passed:
     state: SessionState
     """Read after admission; has an active epoch."""
-    history: tuple[Message, ...]
+    history: Sequence[Message]
     """Read with ``state`` (its tail only, for a door that sends no request)."""
     initialized: bool
     promoted: tuple[Message, ...]

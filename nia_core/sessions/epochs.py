@@ -36,7 +36,7 @@ from nia_core.context import (
 from nia_core.errors import InitializationBlocked
 from nia_core.model import Message
 from nia_core.records import record
-from nia_core.sessions.store import SessionState, Store
+from nia_core.sessions.store import Segments, SessionState, Store
 from nia_core.sessions.store_errors import RevisionConflict, StoreError
 
 ContextFor = Callable[[str], SystemContext]
@@ -98,23 +98,24 @@ def attempts(session_id: str) -> Iterator[int]:
     raise StoreError(f"gave up after {MAX_ATTEMPTS} concurrent changes to its context epoch", session_id)
 
 
-def segments(generation: Generation) -> list[str]:
+def segments(generation: Generation) -> Segments:
     """The baseline cut at its sources' spans, so each source's text is stored (and shared) on its own.
 
     Joined, the segments are the baseline exactly (the separators between
-    sources are segments of their own); a generation without spans is one segment.
+    sources are segments of their own); a generation without spans is one
+    segment. They are cut as the store asks for them (:class:`Segments`).
     """
-    baseline, pos, out = generation.baseline, 0, []
+    baseline, pos, bounds = generation.baseline, 0, []
     for _key, start, end in generation.spans:
         if start < pos or end > len(baseline):
-            return [baseline]
+            return Segments(baseline, [(0, len(baseline))])
         if start > pos:
-            out.append(baseline[pos:start])
-        out.append(baseline[start:end])
+            bounds.append((pos, start))
+        bounds.append((start, end))
         pos = end
     if pos < len(baseline):
-        out.append(baseline[pos:])
-    return out
+        bounds.append((pos, len(baseline)))
+    return Segments(baseline, bounds)
 
 
 @record(frozen=True)

@@ -23,10 +23,14 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import TypeVar, overload
 
 from nia_core.model import Message
 from nia_core.sessions.store import HistoryEntry
+
+T = TypeVar("T")
 
 SESSIONS = 16
 """Sessions whose history a process keeps (a runner drives one at a time; a server a few)."""
@@ -34,10 +38,61 @@ CHARACTERS = 64 * 1024 * 1024
 """Message text kept in all, beyond which the least recently used logs are dropped."""
 
 
+class Prefix(Sequence[T]):
+    """The first ``length`` items of an append-only list: what one read saw, immutable for whoever holds it.
+
+    A read hands out the history it holds without copying it (a copy per read
+    would grow a turn with the session). It equals any tuple or list of the
+    same items, and slices to a tuple.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[T], length: int) -> None:
+        self._items = items
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[i] for i in range(*index.indices(self._length)))
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[T]:
+        return islice(self._items, self._length)
+
+    def __reversed__(self) -> Iterator[T]:
+        items = self._items
+        return (items[i] for i in range(self._length - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Prefix | tuple | list) or len(other) != self._length:
+            return NotImplemented if not isinstance(other, Sequence) else False
+        return all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 class Log:
     """One session's validated history (append-only lists) and the mark the database held it under."""
 
-    __slots__ = ("_whole", "characters", "entries", "mark", "messages", "seqs")
+    __slots__ = ("characters", "entries", "mark", "messages", "seqs")
 
     def __init__(self, mark: str) -> None:
         self.mark = mark
@@ -45,8 +100,6 @@ class Log:
         self.messages: list[Message] = []
         self.seqs: list[int] = []
         self.characters = 0
-        self._whole: tuple[tuple[HistoryEntry, ...], tuple[Message, ...]] = ((), ())
-        """The whole log as tuples, kept until it grows (reads that find nothing new share them)."""
 
     @property
     def last(self) -> int:
@@ -67,14 +120,10 @@ class Log:
         self.characters += added
         return added
 
-    def upto(self, seq: int) -> tuple[tuple[HistoryEntry, ...], tuple[Message, ...]]:
+    def upto(self, seq: int) -> tuple[Prefix[HistoryEntry], Prefix[Message]]:
         """The entries and messages up to ``seq`` (what one read saw, however far others have read since)."""
         end = bisect.bisect_right(self.seqs, seq)
-        if end < len(self.entries):
-            return tuple(self.entries[:end]), tuple(self.messages[:end])
-        if len(self._whole[0]) != end:
-            self._whole = tuple(self.entries), tuple(self.messages)
-        return self._whole
+        return Prefix(self.entries, end), Prefix(self.messages, end)
 
 
 class Histories:
@@ -104,7 +153,7 @@ class Histories:
 
     def extend(
         self, session_id: str, mark: str | None, after: int, entries: Sequence[HistoryEntry]
-    ) -> tuple[tuple[HistoryEntry, ...], tuple[Message, ...]]:
+    ) -> tuple[Prefix[HistoryEntry], Prefix[Message]]:
         """The whole history after a read that returned ``entries``, the rows after ``after`` (0: every row).
 
         With ``after`` > 0 the rows before it are the log's, which the caller

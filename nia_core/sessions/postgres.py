@@ -104,6 +104,7 @@ from nia_core.sessions.store import (
     SessionState,
     SessionView,
     Store,
+    joined,
     tail_start,
 )
 from nia_core.sessions.store_errors import (
@@ -641,8 +642,7 @@ class PostgresStore(Transactions, Store):
             return SessionView(state, ())
         entries = [history_entry(session_id, *row) for row in rows]
         if asked.after is not None and asked.after < 0:  # the tail, as asked: nothing held, nothing kept
-            messages = tuple(entry.message for entry in entries)
-            return SessionView(state, tuple(entries), messages, tail=True)
+            return SessionView(state, tuple(entries), tuple(entry.message for entry in entries), tail=True)
         if not isinstance(mark, str) or not isinstance(after, int):
             mark, after = None, 0
         try:
@@ -767,7 +767,8 @@ class PostgresStore(Transactions, Store):
     ) -> SessionRecord:
         segment_texts = {content_id(text): text for text in segments}
         segment_ids = [content_id(text) for text in segments]
-        baseline_id = content_id("".join(segments))
+        baseline = joined(segments)
+        baseline_id = content_id(baseline)
 
         def work(tx: _Tx) -> SessionRecord:
             session, (next_number, next_seq) = self._swap(
@@ -826,7 +827,7 @@ class PostgresStore(Transactions, Store):
         record = self._run(session_id, "store the new context epoch", work, write=True)
         # Committed: the reads that follow (the same boundary) take the baseline and snapshot from memory rather
         # than reading them back; the segments, not a joined copy (the caller still holds the whole text).
-        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, tuple(segments)))
+        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, baseline))
         self._hold(self._snapshots, content_id(snapshot_manifest(snapshot)[0]), snapshot)
         return record
 

@@ -53,6 +53,7 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
+    Segments,
     SessionActivity,
     SessionListing,
     SessionRecord,
@@ -76,6 +77,10 @@ log = lazy_logger("nia.store")
 
 LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
+PAGE_CACHE_KIB = 512
+"""SQLite's page cache per connection (its default is 2 MiB). The store keeps what it decoded (texts by
+content id, baselines, snapshots, histories), so pages of those rows need not stay cached twice; 128 pages
+hold the indexes a turn walks."""
 LOW_SPACE = 1024 * 1024
 """Free bytes under which an I/O error is reported as the disk being full (it is what SQLite meets then)."""
 
@@ -235,6 +240,7 @@ class SQLiteStore(Store):
         with self._guard(None, "open the database"):
             self._conn = sqlite3.connect(target, timeout=timeout, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA foreign_keys = ON")
+            self._conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
             if synchronous.lower() not in ("full", "normal"):
                 raise StoreError(f"synchronous must be 'full' or 'normal', not {synchronous!r}")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
@@ -588,7 +594,9 @@ class SQLiteStore(Store):
             segment_ids = parse_segments(session_id, segments, number)
             texts = self._get_texts(conn, segment_ids)
             baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number, self._texts)
-            # The joined baseline is kept, not its segments beside it: the same text is held once.
+            # The joined baseline is kept, not its segments beside it: the same text is held once. They go
+            # before the snapshot's texts are read, which then take the memory they leave.
+            del texts
             self._baselines[(record.baseline_id, segments)] = baseline
             self._charge(len(baseline))
         snapshot = self._load_snapshot(conn, session_id, record.snapshot_id)
@@ -611,7 +619,7 @@ class SQLiteStore(Store):
 
     def _history(
         self, conn: sqlite3.Connection, session_id: str, mark: str | None, *, tail: bool
-    ) -> tuple[tuple[HistoryEntry, ...], tuple[Message, ...], bool]:
+    ) -> tuple[Sequence[HistoryEntry], Sequence[Message], bool]:
         """``(entries, messages, only the tail)``: the rows after those validated before under ``mark``, validated.
 
         Without a log for the session, ``tail`` reads only the tail (and keeps nothing).
@@ -624,8 +632,8 @@ class SQLiteStore(Store):
                 " (SELECT max(seq) FROM messages WHERE session_id = ? AND kind = 'assistant') ORDER BY seq",
                 (session_id, session_id),
             ).fetchall()
-            entries = tuple(history_entry(session_id, *row) for row in rows)
-            return entries, tuple(entry.message for entry in entries), True
+            found = tuple(history_entry(session_id, *row) for row in rows)
+            return found, tuple(entry.message for entry in found), True
         while True:
             rows = conn.execute(
                 f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
@@ -711,8 +719,11 @@ class SQLiteStore(Store):
         reason: str,
         compaction: PendingCompaction | None = None,
     ) -> SessionRecord:
-        baseline_id = joined_id(segments)
-        listed = json.dumps([content_id(text) for text in segments])
+        # Each segment is cut, hashed and stored on its own (Segments cuts them on demand): the baseline is
+        # never held a second time as its pieces.
+        baseline_id = content_id(segments.text) if isinstance(segments, Segments) else joined_id(segments)
+        segment_ids = [content_id(text) for text in segments]
+        listed = json.dumps(segment_ids)
         with self._write(session_id, "store the new context epoch") as conn:
             session = self._session_row(conn, session_id)
             if session.revision != expected_revision:
@@ -720,8 +731,11 @@ class SQLiteStore(Store):
             if session.location != location:
                 raise RevisionConflict(session_id, f"moved to {session.location}")
             snapshot_id = self._put_snapshot(conn, snapshot)
-            texts = {content_id(text): text for text in segments}
-            self._put_texts(conn, texts)
+            stored: set[str] = set()
+            for index, text_id in enumerate(segment_ids):
+                if text_id not in self._texts and text_id not in stored:
+                    conn.execute("INSERT OR IGNORE INTO blobs (id, data) VALUES (?, ?)", (text_id, segments[index]))
+                    stored.add(text_id)
             number = conn.execute(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM epochs WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
@@ -756,10 +770,12 @@ class SQLiteStore(Store):
             record = self._session_row(conn, session_id)
         # Committed: the state read that follows (the same boundary) takes the baseline and snapshot
         # just written from memory, rather than reading a second copy of them back from the database.
-        with self._lock:  # the segments, not a joined copy: the caller still holds the whole text
+        with self._lock:  # the caller's own text (or its segments, joined at the first read): never a copy
             self._snapshots[snapshot_id] = snapshot
-            self._baselines[(baseline_id, listed)] = tuple(segments)
-            self._charge(sum(map(len, segments)))
+            self._baselines[(baseline_id, listed)] = (
+                segments.text if isinstance(segments, Segments) else tuple(segments)
+            )
+            self._charge(sum(map(len, segments)) if not isinstance(segments, Segments) else len(segments.text))
         return record
 
     def admit_update(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import field
+from typing import overload
 
 from nia_core.context import Snapshot
 from nia_core.model import Message
@@ -50,6 +51,41 @@ __all__ = [
     "Store",
     "StoreError",
 ]
+
+
+class Segments(Sequence[str]):
+    """A baseline cut at its sources' spans, each segment cut when it is asked for.
+
+    A store hashes and stores the segments one at a time and keeps :attr:`text`,
+    so a new epoch's baseline is held once (the caller's text) rather than again
+    as its segments. Joined, the segments are :attr:`text` exactly.
+    """
+
+    __slots__ = ("_bounds", "text")
+
+    def __init__(self, text: str, bounds: Sequence[tuple[int, int]]) -> None:
+        self.text = text
+        self._bounds = tuple(bounds)
+
+    def __len__(self) -> int:
+        return len(self._bounds)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, slice):
+            return [self.text[start:end] for start, end in self._bounds[index]]
+        start, end = self._bounds[index]
+        return self.text[start:end]
+
+
+def joined(segments: Sequence[str]) -> str:
+    """The baseline ``segments`` make: their text as it is when they are :class:`Segments`, else joined."""
+    return segments.text if isinstance(segments, Segments) else "".join(segments)
 
 
 def tail_start(messages: Sequence[Message]) -> int:
@@ -148,8 +184,9 @@ class SessionView:
     """A session's state and its durable history (whole, or its tail when asked), read together."""
 
     state: SessionState
-    history: tuple[HistoryEntry, ...]
-    messages: tuple[Message, ...] = field(default=(), compare=False, repr=False)
+    history: Sequence[HistoryEntry]
+    """Immutable: a tuple, or what a store keeps of it (see :class:`~nia_core.sessions.histories.Prefix`)."""
+    messages: Sequence[Message] = field(default=(), compare=False, repr=False)
     """The messages of ``history``, in order (filled in when not given)."""
     tail: bool = False
     """``history`` is only the tail: the last ``assistant`` reply and every message after it (nothing
@@ -288,7 +325,7 @@ class Store(abc.ABC):
         reason: str,
         compaction: PendingCompaction | None = None,
     ) -> SessionRecord:
-        """Make a fresh epoch active whose baseline is ``"".join(segments)``.
+        """Make a fresh epoch active whose baseline is ``"".join(segments)`` (:func:`joined`).
 
         With ``compaction`` (the session's pending one), a ``summary`` message
         is appended in the same transaction, projected history moves past

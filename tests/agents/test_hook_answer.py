@@ -65,7 +65,7 @@ class Host:
         self.name, self.cwd, self.session = name, cwd, session
         self.transcript: Path | None = None
 
-    def hook(self, event: str, source: str | None = None, **extra: str) -> tuple[str | None, str]:
+    def hook(self, event: str, source: str | None = None, record: bool = True, **extra: str) -> tuple[str | None, str]:
         payload: dict[str, object] = {"session_id": self.session, "cwd": str(self.cwd), "hook_event_name": event}
         if source:
             payload["source"] = source
@@ -82,7 +82,7 @@ class Host:
         data = json.loads(out)
         assert data["hookSpecificOutput"]["hookEventName"] == event
         text = data["hookSpecificOutput"]["additionalContext"]
-        if self.transcript is not None:  # the host records what reached its model
+        if self.transcript is not None and record:  # the host records what reached its model
             with open(self.transcript, "a") as handle:
                 handle.write(line(hook_record(self.name, text, event)))
         return text, result.stderr

@@ -9,6 +9,7 @@ import pytest
 
 from nia_core.errors import NiaError
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
+from nia_core.providers.lowering import encode_body
 from nia_core.providers.names import ProviderError
 from nia_core.providers.openai_chat import OpenAIChatProvider, prompt_cache_key
 from nia_core.providers.remote import RemoteProvider
@@ -278,3 +279,20 @@ def test_provider_errors_are_nia_errors_with_one_line_messages(server):
         chat(server).send(request(CHAT))
     assert isinstance(caught.value, NiaError)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize(("make", "model"), PROVIDERS)
+def test_a_long_baseline_arrives_byte_for_byte_with_its_length_not_chunked(server, make, model, streamed):
+    """A baseline of megabytes is sent in parts (never copied into one text and one bytes object): the server
+    gets exactly the bytes of the request encoded at once, with a Content-Length, as any body."""
+    baseline = 'Ünïcödé ✓ "quoted" \\ and\ttabs\n' * 40_000  # about 1.3 MB
+    provider = make(server)
+    sent = ModelRequest("s-long", model, baseline, (Message("user", "Hello"),))
+    provider.send(sent, stream=(lambda _text: None) if streamed else None)
+    received = server.last()
+    expected = provider.streaming_body(provider.lower(sent)) if streamed else provider.lower(sent)
+    assert received.raw == encode_body(expected) and len(received.raw) > 1_000_000
+    assert received.headers["content-length"] == str(len(received.raw))
+    assert "transfer-encoding" not in received.headers
+    assert server.problems == []

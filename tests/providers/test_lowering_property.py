@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from bench.prompt_cache import AnthropicCache, anthropic_prompt, chat_prompt
 from nia_core.providers.anthropic_messages import MAX_BREAKPOINTS, AnthropicMessagesProvider
+from nia_core.providers.lowering import LARGE_TEXT, encode_body, encode_parts
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.sessions.messages import Message, ModelRequest, ToolCall
 from tests.providers.schemas import validate_chat, validate_messages
@@ -87,3 +88,41 @@ def test_chat_requests_are_valid_and_only_append(boundaries, model):
         if previous is not None:
             assert prompt.blocks[: len(previous.blocks)] == previous.blocks
         previous = prompt
+
+
+# Texts with everything JSON escapes, beyond the BMP, and long enough to be sent a slice at a time.
+LONG_TEXT = (
+    st.text(alphabet=st.sampled_from('ab \n\t"\\\x00\x1fé✓😀\u2028<>&'), min_size=1, max_size=40)
+    .filter(str.strip)
+    .map(lambda piece: piece * (LARGE_TEXT // len(piece) + 3))
+)
+
+
+@fast
+@given(sessions, st.one_of(TEXT, LONG_TEXT), st.one_of(st.none(), LONG_TEXT))
+def test_the_bytes_sent_are_the_request_encoded_once_exactly(boundaries, baseline, tool_output):
+    """What a send puts on the wire (``encode_parts``) is ``encode_body``'s bytes, byte for byte, for both wire
+    formats; long texts (a baseline, a file a tool read) go in parts, so neither the whole JSON text nor a
+    second copy of the bytes is ever held."""
+    providers = [
+        (OpenAIChatProvider.from_config({}, environ={}), "openai-chat/gpt-4.1"),
+        (AnthropicMessagesProvider.from_config({}, environ={}), "anthropic-messages/claude-x"),
+    ]
+    for provider, model in providers:
+        for request in requests_of(boundaries, model):
+            messages = request.messages
+            if tool_output is not None:
+                messages = (
+                    *messages[:-1],
+                    Message(
+                        messages[-1].kind,
+                        tool_output,
+                        messages[-1].tool_calls,
+                        messages[-1].tool_call_id,
+                        messages[-1].is_error,
+                    ),
+                )
+            body = provider.lower(ModelRequest("s", model, baseline, messages))
+            parts = encode_parts(body)
+            assert b"".join(parts) == encode_body(body)
+            assert len(parts) > 1 or len(baseline) < LARGE_TEXT

@@ -100,10 +100,13 @@ class ClaudeCode:
         env.update(self.extra_env)
         return env
 
-    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+    def turn(self, prompt: str, resume: str | None = None, fork: bool = False) -> Turn:
+        """One ``-p`` turn; ``resume``: continue that session (``fork``: as a new one, ``--fork-session``)."""
         args = [str(agent_binary("claude")), "-p", prompt, "--output-format", "json"]
         if resume:
             args += ["--resume", resume]
+        if fork:
+            args.append("--fork-session")
         done = subprocess.run(
             args,
             cwd=self.project,
@@ -118,7 +121,7 @@ class ClaudeCode:
             session = json.loads(done.stdout).get("session_id", "")
         except ValueError:
             pass
-        return Turn(session or resume or "", done.returncode, done.stdout, done.stderr)
+        return Turn(session or ("" if fork else resume) or "", done.returncode, done.stdout, done.stderr)
 
 
 @dataclass
@@ -156,7 +159,8 @@ class Codex:
         env.update(self.extra_env)
         return env
 
-    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+    def turn(self, prompt: str, resume: str | None = None, fork: bool = False) -> Turn:
+        """One ``codex exec`` turn; ``resume``: continue that thread (``fork``: ``codex exec fork``, a new thread)."""
         args = [
             str(agent_binary("codex")),
             "exec",
@@ -164,7 +168,10 @@ class Codex:
             "--dangerously-bypass-hook-trust",
             "--json",
         ]
-        args += ["resume", resume, prompt] if resume else ["--trust", prompt]
+        if resume:
+            args += ["fork" if fork else "resume", resume, prompt]
+        else:
+            args += ["--trust", prompt]
         done = subprocess.run(
             args,
             cwd=self.project,
@@ -175,7 +182,8 @@ class Codex:
             stdin=subprocess.DEVNULL,
         )
         match = re.search(r'"thread_id"\s*:\s*"([^"]+)"', done.stdout)
-        return Turn(match.group(1) if match else resume or "", done.returncode, done.stdout, done.stderr)
+        fallback = "" if fork else resume or ""
+        return Turn(match.group(1) if match else fallback, done.returncode, done.stdout, done.stderr)
 
 
 class CodexAppServer:

@@ -257,3 +257,23 @@ def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(
     turn(claude, "second", sid)
     sent = last_request(server)
     assert told(sent, "Your user-global AGENTS.md instructions changed.") == 1
+
+
+def test_a_fork_continues_the_parents_context_with_only_the_delta(claude, project, server):
+    sid = turn(claude, "first")
+    write_plugin(project, "two")
+    forked = claude.turn("in the fork", sid, fork=True)
+    assert forked.returncode == 0 and forked.session_id and forked.session_id != sid, forked.stderr[-2000:]
+    sent = last_request(server)
+    assert told(sent, "Environment:") == 1  # the parent's baseline, copied into the fork: no second one
+    assert sent.count("ACME-RULE: one") == 1
+    assert told(sent, "ACME-RULE changed: two (was one)") == 1  # only what changed since the parent's last turn
+    turn(claude, "again in the fork", forked.session_id)
+    after = last_request(server)
+    assert after.count("ACME-RULE") == sent.count("ACME-RULE")  # nothing more: nothing changed
+    entries = [e for e in hook_log(project) if e["host_session"] == forked.session_id]
+    assert entries[0]["source"] == "fork" and entries[0]["outcome"] == "forked+updated", entries[0]
+    assert {e["epoch"] for e in entries} == {1}
+
+    turn(claude, "the parent goes on", sid)  # the parent is not touched by its fork
+    assert told(last_request(server), "ACME-RULE changed: two (was one)") == 1

@@ -230,3 +230,34 @@ def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(
     sent = request_text(server.model_requests()[-1].body)
     assert sent.count("GLOBAL-SAYS: answer in French.") == 1  # nia's: Codex never loads it
     assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Codex's own copy; nia leaves the project's to it
+
+
+def test_a_fork_continues_the_parents_context_with_only_the_delta(codex, project, server):
+    first = codex.turn("first")
+    assert first.returncode == 0 and first.session_id, first.stderr[-2000:]
+    write_plugin(project, "two")
+    forked = codex.turn("in the fork", first.session_id, fork=True)
+    assert forked.returncode == 0 and forked.session_id and forked.session_id != first.session_id
+    texts = developer_texts(server)
+    assert sum(t.startswith("Environment:") for t in texts) == 1  # the parent's baseline, no second one
+    assert sum("ACME-RULE changed: two (was one)" in t for t in texts) == 1  # the delta only
+    again = codex.turn("again in the fork", forked.session_id)
+    assert again.returncode == 0
+    assert developer_texts(server) == texts  # nothing changed, nothing added; nothing lost or re-sent
+    entries = [e for e in hook_log(project) if e["host_session"] == forked.session_id]
+    assert entries[0]["source"] == "fork" and entries[0]["outcome"] == "forked+updated", entries[0]
+    assert {e["epoch"] for e in entries} == {1}
+
+
+def test_a_fork_with_nothing_new_keeps_the_parents_context_turn_after_turn(codex, project, server):
+    first = codex.turn("first")
+    forked = codex.turn("in the fork", first.session_id, fork=True)
+    assert forked.returncode == 0 and forked.session_id
+    texts = developer_texts(server)
+    assert sum(t.startswith("Environment:") for t in texts) == 1
+    # Codex does not copy the parent's lines into the fork's rollout: nia reads the parent's rollout too,
+    # so the copied baseline is found there and no new epoch starts.
+    assert codex.turn("again in the fork", forked.session_id).returncode == 0
+    assert sum(t.startswith("Environment:") for t in developer_texts(server)) == 1
+    entries = [e for e in hook_log(project) if e["host_session"] == forked.session_id]
+    assert [e["outcome"] for e in entries] == ["forked+unchanged", "unchanged", "unchanged", "unchanged"]
