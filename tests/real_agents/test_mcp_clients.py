@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -56,7 +57,8 @@ def client(name: str, project: Path, env: dict[str, str], *args: str) -> str:
 
 def nia_line(listing: str, *, with_command: bool = True) -> str:
     """The client's line about nia (it shows the command beside the name, unless ``with_command`` is false)."""
-    lines = [line for line in listing.splitlines() if " nia" in line and ("mcp" in line or not with_command)]
+    named = re.compile(r"(^|[^\w/-])nia\b(?!-)")
+    lines = [line for line in listing.splitlines() if named.search(line) and ("mcp" in line or not with_command)]
     assert lines, listing[-2000:]
     return lines[0]
 
