@@ -124,6 +124,30 @@ def _in_user(variable: str | None, default: tuple[str, ...], *parts: str) -> Cal
     return lambda root: SettingsFile.in_user_folder(_user_folder(variable, *default), *parts)
 
 
+def _host_settings(host: str, scope: Scope) -> Callable[[Path], SettingsFile]:
+    """The file where ``host``'s hooks live for ``scope``: its MCP servers live there too (Gemini CLI, Qwen Code)."""
+
+    def file(root: Path) -> SettingsFile:
+        from nia_core.agents import adapter
+        from nia_core.agents.hook_install import hooks_file
+
+        return hooks_file(adapter(host), scope, root)
+
+    return file
+
+
+def _host_folder(host: str, *parts: str) -> Callable[[Path], SettingsFile]:
+    """A file in ``host``'s user configuration folder (its environment variable, else its default)."""
+
+    def file(root: Path) -> SettingsFile:
+        from nia_core.agents import adapter
+        from nia_core.agents.hook_install import user_file
+
+        return user_file(adapter(host), *parts)
+
+    return file
+
+
 def _claude_local_servers(root: Path) -> tuple[str, ...]:
     """Claude Code keeps a project's personal servers under the git root it was started in (else the folder)."""
     here = root.resolve()
@@ -181,7 +205,7 @@ CLIENTS: dict[str, McpClient] = {
                 shared=True,
                 note="Codex reads a project's .codex/config.toml only once you trust the project in codex.",
             ),
-            "user": Place(_in_user("CODEX_HOME", (".codex",), "config.toml"), "codex", lambda root: ("mcp_servers",)),
+            "user": Place(_host_folder("codex", "config.toml"), "codex", lambda root: ("mcp_servers",)),
         },
         default="user",
         host="codex",
@@ -190,8 +214,8 @@ CLIENTS: dict[str, McpClient] = {
         "gemini",
         "Gemini CLI",
         {
-            "project": Place(_in_project(".gemini", "settings.json"), "plain", shared=True, note=GEMINI_TRUST),
-            "user": Place(_in_user(None, (".gemini",), "settings.json"), "plain", note=GEMINI_TRUST),
+            "project": Place(_host_settings("gemini", "project"), "plain", shared=True, note=GEMINI_TRUST),
+            "user": Place(_host_settings("gemini", "user"), "plain", note=GEMINI_TRUST),
         },
         host="gemini",
     ),
@@ -222,7 +246,7 @@ CLIENTS: dict[str, McpClient] = {
         "Qwen Code",
         {
             "project": Place(
-                _in_project(".qwen", "settings.json"),
+                _host_settings("qwen-code", "project"),
                 "plain",
                 shared=True,
                 note=(
@@ -230,7 +254,7 @@ CLIENTS: dict[str, McpClient] = {
                     "project (nia never records that consent for you)."
                 ),
             ),
-            "user": Place(_in_user(None, (".qwen",), "settings.json"), "plain"),
+            "user": Place(_host_settings("qwen-code", "user"), "plain"),
         },
         host="qwen-code",
     ),
@@ -540,15 +564,14 @@ def client_views(name: str | None, root: Path) -> Callable[[], Mapping[str, Narr
 
     if client.host not in ADAPTERS:
         return None
-    keys = adapter(client.host).native_keys(None)
-    host = client.host
+    host = adapter(client.host)
     said = [""]
 
     def current() -> Mapping[str, Narrow]:
-        deliver, problem = deliver_native_files(root, host)
+        deliver, problem = deliver_native_files(root, host.name)
         if problem and problem != said[0]:  # once per problem, not at every observation
             log.warning("%s", problem)
         said[0] = problem
-        return {} if deliver else views(keys, root)
+        return {} if deliver else views(host.native_keys(None, root), root)  # the host's settings may change
 
     return current

@@ -83,3 +83,11 @@ def test_deliver_native_files_delivers_them_anyway(project):
     write(project / ".nia" / "project.toml", "[hooks.claude-code]\ndeliver_native_files = true\n")
     context, baseline, _, _ = anyio.run(seen, project, "--client", "claude-code")
     assert PROJECT_RULE in context and PROJECT_RULE in baseline
+
+
+def test_gemini_gets_agents_md_unless_its_settings_make_it_load_the_file_itself(project):
+    context, _, _, _ = anyio.run(seen, project, "--client", "gemini")
+    assert PROJECT_RULE in context  # Gemini CLI loads GEMINI.md, not AGENTS.md
+    write(project / ".gemini" / "settings.json", '{"context": {"fileName": ["AGENTS.md", "GEMINI.md"]}}\n')
+    context, baseline, _, _ = anyio.run(seen, project, "--client", "gemini")
+    assert PROJECT_RULE not in context and PROJECT_RULE not in baseline and GLOBAL_RULE in context
