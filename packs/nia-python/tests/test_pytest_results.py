@@ -296,3 +296,15 @@ def test_a_broken_file_then_a_good_one(project, nia_boundaries):
     texts = nia_boundaries.drive(plugin, lambda: write_lastfailed(project.root, ["t.py::a"]), name=NAME)
 
     assert texts.updates == [f"{PREFIX}: now 1 test failing: `t.py::a`."]
+
+
+def test_a_cache_dir_naming_a_variable_is_taken_as_written(project, nia_boundaries, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "ghp_do_not_print_me")
+    project.write("pyproject.toml", '[tool.pytest.ini_options]\ncache_dir = "$SECRET_TOKEN/../../~"\n')
+
+    baseline = nia_boundaries.drive(plugin, name=NAME).baseline
+
+    assert "ghp_do_not_print_me" not in baseline
+    assert baseline == (
+        "Python tests: pytest's last results cannot be read: its cache folder (`cache_dir`) is outside the project."
+    )

@@ -68,7 +68,9 @@ def cache_folder(folder: str, root: str, settings: Settings) -> str:
     options = pytest.get("ini_options") if isinstance(pytest, dict) else None
     configured = options.get("cache_dir") if isinstance(options, dict) else None
     if isinstance(configured, str) and configured.strip() and "\0" not in configured:
-        return os.path.normpath(os.path.join(folder, os.path.expandvars(os.path.expanduser(configured))))
+        # Taken as written: pytest would expand ``$VARS`` and ``~``, but a repository that could name an
+        # environment variable here would have its value (a token) printed into the prompt.
+        return os.path.normpath(os.path.join(folder, configured))
     return os.path.join(folder, ".pytest_cache")
 
 
@@ -100,7 +102,10 @@ class Results:
     def __init__(self, cache: str, root: str, settings: Settings) -> None:
         self.cache, self.root, self.settings = cache, root, settings
         self.rootdir = os.path.dirname(cache) if os.path.basename(cache) == ".pytest_cache" else None
-        self.label = shown(cache, root)
+        inside = shown(cache, root) != cache
+        # A folder outside the project is never read, and its path (outside names) is not shown either.
+        self.label = shown(cache, root) if inside else "cache_dir"
+        self.outside = not inside
         self.file = files.loader(
             os.path.join(cache, LASTFAILED),
             root=root,
@@ -112,6 +117,8 @@ class Results:
 
     def observe(self) -> dict[str, Any]:
         value: dict[str, Any] = {"cache": self.label}
+        if self.outside:
+            return {**value, "state": "unreadable", "why": "outside"}
         recorded = self.file()
         if isinstance(recorded, FileNotFoundError):
             if not os.path.lexists(self.cache):
@@ -161,6 +168,10 @@ def render_baseline(value: dict[str, Any], show: int, *, now: bool = False) -> s
     if state == "not-run":
         when = "any more" if now else "yet"
         return f"Python tests: pytest has recorded no results here {when} (no {code(value['cache'])})."
+    if state == "unreadable" and value["why"] == "outside":
+        lost = "can no longer" if now else "cannot"
+        where = "its cache folder (`cache_dir`) is outside the project"
+        return f"Python tests: pytest's last results {lost} be read: {where}."
     if state == "unreadable":
         return (
             f"Python tests: pytest's last results {'can no longer' if now else 'cannot'} be read: "
