@@ -308,3 +308,32 @@ def test_a_cache_dir_naming_a_variable_is_taken_as_written(project, nia_boundari
     assert baseline == (
         "Python tests: pytest's last results cannot be read: its cache folder (`cache_dir`) is outside the project."
     )
+
+
+@pytest.mark.parametrize(
+    ("plant", "why"),
+    [
+        ("middle-link", "resolves outside the project"),
+        ("directory", "is not a regular file"),
+        ("dangling-link", "resolves outside the project"),
+        ("device", "resolves to a device or kernel file, outside the project"),
+    ],
+)
+def test_other_hostile_caches_are_refused(project, nia_boundaries, tmp_path, plant, why):
+    cache = project.path(".pytest_cache/v/cache")
+    if plant == "middle-link":
+        write_lastfailed(tmp_path / "elsewhere", ["t.py::SECRET"], cache=".")
+        cache.parent.parent.mkdir()
+        os.symlink(tmp_path / "elsewhere" / "v", cache.parent)
+    elif plant == "directory":
+        (cache / "lastfailed").mkdir(parents=True)
+    elif plant == "dangling-link":
+        cache.mkdir(parents=True)
+        os.symlink(tmp_path / "not-there", cache / "lastfailed")
+    else:
+        cache.mkdir(parents=True)
+        os.symlink("/dev/zero", cache / "lastfailed")
+
+    baseline = nia_boundaries.drive(plugin, name=NAME).baseline
+
+    assert baseline == unreadable(why)
