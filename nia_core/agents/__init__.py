@@ -1,4 +1,5 @@
-"""Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex) get nia's context.
+"""Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex, Gemini CLI,
+Qwen Code) get nia's context.
 
 Each host is one module of facts (:mod:`nia_core.agents.claude_code`,
 :mod:`nia_core.agents.codex`) whose ``ADAPTER`` says how its hooks talk, what
@@ -21,6 +22,8 @@ from nia_core.agents.contract import HookInput, HostAdapter, HostInputError
 ADAPTERS: dict[str, str] = {
     "claude-code": "nia_core.agents.claude_code",
     "codex": "nia_core.agents.codex",
+    "gemini": "nia_core.agents.gemini",
+    "qwen-code": "nia_core.agents.qwen_code",
 }
 """Every agent host nia has hooks for: host name -> the module whose ``ADAPTER`` holds its facts.
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
 from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
@@ -98,7 +98,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    native = {} if deliver else views(adapter.native_keys(version), location.root)
+    native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -186,7 +186,8 @@ def _answered(
     if epoch is None:
         return False
     outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
-    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root))
+    printer = _printer(adapter, root, hook.transcript_path)
+    return 0 in delivered([epoch.baseline], outputs, printer, adapter.recorded, adapter.joins)
 
 
 def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
@@ -203,14 +204,17 @@ def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
     return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
-def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
+def _printer(adapter: HostAdapter, root: os.PathLike[str] | str, transcript_path: str | None) -> Callable[[str], str]:
     """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
+
+    folder = adapter.spill_folder(transcript_path)
 
     def printed_for(text: str) -> str:
         if adapter.measure(text) <= adapter.output_limit:
             return text
-        return printed(text, adapter.output_limit, adapter.measure, str(spill_path(Path(root), text)), adapter.unit)
+        where = str(spill_path(Path(root), text, folder))
+        return printed(text, adapter.output_limit, adapter.measure, where, adapter.unit)
 
     return printed_for
 
@@ -224,8 +228,9 @@ def _missing(
     the host lost (a crash, dropped output); every text of the epoch is
     looked for, however many, and nothing else in the transcript is. Only
     the transcript after its last compaction record counts (the model sees
-    nothing before it). The flag says none of the texts is there: the epoch
-    is gone. Without a readable transcript nothing is concluded.
+    nothing before it but what that record kept). The flag says the epoch is
+    gone: none of its texts is there, or a compaction kept some of them but
+    not the baseline. Without a readable transcript nothing is concluded.
     """
     ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
     transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
@@ -244,11 +249,17 @@ def _missing(
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
     if not texts:
         return [], False
-    printer = _printer(adapter, root)
-    found = delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=False), printer)
+    printer = _printer(adapter, root, transcript_path)
+
+    def found_in(whole: bool) -> set[int]:
+        outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
+        return delivered(texts, outputs, printer, adapter.recorded, adapter.joins)
+
+    found = found_in(False)
     if (not found or max(found) < len(texts) - 1) and not transcript.whole:  # the end did not answer: read it all
-        found |= delivered(texts, transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True), printer)
-    if not found:
+        found |= found_in(True)
+    if not found or (transcript.compacted and 0 not in found):
+        # A compaction that kept the newest turns (Gemini CLI, Qwen Code) can leave updates without their baseline.
         return list(texts), True
     return texts[max(found) + 1 :], False
 
@@ -284,7 +295,8 @@ def _report(
     if not parts:
         return
     text = "\n\n".join(parts)
-    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit)
+    folder = adapter.spill_folder(hook.transcript_path)
+    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit, folder)
     if fitted.problem:
         entry.warnings.append(fitted.problem)
     entry.full_text = fitted.full_path
@@ -361,20 +373,25 @@ def answer(host: str, runtime: Runtime) -> None:
     timer.cancel()
 
 
-def main(host: str) -> int:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+def main(host: str) -> NoReturn:
+    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
+
+    The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
+    thread or ``atexit`` handler never keeps the agent waiting.
+    """
     from nia_core.lazylog import when_imported
+    from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
+    begin()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
         when_imported(_log_to_stderr)
     answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
+    exit_command(0)
 
 
 def _log_to_stderr() -> None:
@@ -388,22 +405,3 @@ def _log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-
-
-def _leave_stray_threads() -> None:
-    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
-
-    The answer is already on stdout; the watchdog is cancelled by then, so
-    nothing else would end such a process. Only here, in the process's own
-    entry point: an in-process caller's threads are none of the hook's business.
-    """
-    import threading
-
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        end(0)

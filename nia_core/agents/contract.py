@@ -90,6 +90,8 @@ class HookFormat:
     ``False``: ``{"hooks": {EVENT: [HANDLER]}}``."""
     command_key: str = "command"
     timeout_key: str = "timeout"
+    timeout_scale: int = 1
+    """The host's timeout unit per second: 1 for seconds, 1000 for milliseconds (Gemini CLI)."""
     handler: Mapping[str, Any] = field(default_factory=lambda: {"type": "command"})
     """The handler's other members, before the command."""
     top: Mapping[str, Any] = field(default_factory=dict)
@@ -132,6 +134,10 @@ class HostAdapter:
     """The host's version, read from its transcript when it says (``None``: unknown)."""
     settings: SettingsPlaces
     """Where its hook entries live."""
+    instruction_files: Callable[[Path], tuple[str, ...]] | None = None
+    """For a host whose own settings choose the instruction files it loads (Gemini CLI's and Qwen Code's
+    ``context.fileName``): the names it loads in the project at the path. ``native`` entries count only when
+    these name all their files. ``None``: ``native`` says it all."""
     events: Mapping[str, str] = field(default_factory=lambda: {"SessionStart": START, "UserPromptSubmit": PROMPT})
     """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
     fresh: tuple[str, ...] = FRESH
@@ -166,6 +172,13 @@ class HostAdapter:
     trusted: Callable[[Path, Mapping[str, Any], list[str]], list[str]] | None = None
     """For ``nia hook status``: the events of nia's entries (in the hooks file at the path, already read) that
     the host has recorded the user's trust for; problems reading the host's record are appended to the list."""
+    spill_folder: Callable[[str | None], Path | None] = lambda transcript_path: None
+    """A folder of the host's own for the whole text of an output over its limit, from the hook's transcript path,
+    where the host's file tools skip the project's git-ignored ``.nia/hook-output/`` (Gemini CLI's do); ``None``:
+    the project's. The model is pointed at the file, so it must be one the host lets it read."""
+    trust_said: tuple[str, str] = ("hooks reviewed", "hooks not reviewed yet: approve them in {name}")
+    """What ``nia hook status`` says when the host trusts all of nia's entries, and when it does not
+    (``{name}``: the host's command name)."""
     compaction: str = ""
     """A regular expression for the record a compaction leaves in the host's transcript: the model sees
     nothing written before the last one (``""``: the host's compactions are not recognised)."""
@@ -182,7 +195,16 @@ class HostAdapter:
 
     Only this counts as delivered: tool results and file contents (which the
     repository controls) are other records, so nia's text quoted inside them
-    proves nothing."""
+    proves nothing. A compaction record that keeps part of the conversation
+    (Gemini CLI's history snapshot) yields the hook outputs it kept."""
+    recorded: Callable[[str], str] = lambda text: text
+    """What the host makes of a hook's text before the model (and its transcript) gets it: the text itself, or
+    :func:`escape_angles` for hosts that turn ``<`` and ``>`` into ``&lt;`` and ``&gt;`` (Gemini CLI, Qwen Code).
+    The fidelity check compares nia's texts in that form."""
+    joins: str = ""
+    """The separator a host puts between the texts of several hooks of one event when it records them as one
+    output (Gemini CLI and Qwen Code: a newline); ``""`` when each hook's output is its own record. nia's text
+    then counts as delivered when it is one of those texts, whole, between separators."""
 
     def role(self, event: str) -> str | None:
         """:data:`START`, :data:`PROMPT`, or ``None`` for an event nia does not answer."""
@@ -233,13 +255,19 @@ class HostAdapter:
             payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False)
 
-    def native_keys(self, version: tuple[int, ...] | None) -> tuple[str, ...]:
-        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour)."""
+    def native_keys(self, version: tuple[int, ...] | None, root: Path | None = None) -> tuple[str, ...]:
+        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour) in the
+        project at ``root``: where the host's settings choose its files, only when they name every one."""
         chosen: NativeFiles | None = None
         for entry in self.native:
             if version is None or version >= entry.since:
                 chosen = entry
-        return chosen.source_keys if chosen is not None else ()
+        if chosen is None:
+            return ()
+        loads = self.instruction_files
+        if root is not None and loads is not None and not set(chosen.names) <= set(loads(root)):
+            return ()
+        return chosen.source_keys
 
 
 def _clean_text(value: str) -> bool:
@@ -251,6 +279,12 @@ def _clean_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def escape_angles(text: str) -> str:
+    """``<`` and ``>`` as ``&lt;`` and ``&gt;``, and nothing else (``&`` stays): what Gemini CLI and Qwen Code do
+    to a hook's text before the model sees it."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def characters(text: str) -> int:

@@ -192,7 +192,8 @@ def _handler_path(adapter: HostAdapter, event: str, group: int, handler: int) ->
 
 
 def _entry(adapter: HostAdapter, command: str) -> dict[str, Any]:
-    handler = {**adapter.format.handler, adapter.format.command_key: command, adapter.format.timeout_key: HOOK_TIMEOUT}
+    timeout = HOOK_TIMEOUT * adapter.format.timeout_scale
+    handler = {**adapter.format.handler, adapter.format.command_key: command, adapter.format.timeout_key: timeout}
     return {"hooks": [handler]} if adapter.format.nested else handler
 
 

@@ -7,7 +7,8 @@ says nothing, and nothing is concluded from it.
 
 A compaction replaces the conversation the model sees with a summary, but the
 host's transcript keeps the earlier lines: given the host's compaction record,
-only what follows the last one counts as seen. The record is a member of a
+only the last one and what follows it count as seen (the record itself may
+keep the newest turns: Gemini CLI's history snapshot, Qwen Code's compressed history). The record is a member of a
 line's top-level object (``"type":"compacted"``): the same text nested deeper
 (a tool's structured result, which the repository can write) is no record,
 so a repository cannot make nia believe its context was compacted away.
@@ -102,16 +103,20 @@ class Transcript:
         return found
 
     def _after_compaction(self, text: str, *, cut: bool = False) -> str:
-        """``text`` after the last compaction record; ``cut``: its first line may be the end of a longer one.
+        """``text`` from the last compaction record's line on; ``cut``: its first line may be the end of a longer one.
+
+        The record's own line stays: a compaction that keeps part of the
+        conversation (Gemini CLI's history snapshot) records it there.
 
         A candidate on a cut first line cannot be checked: :class:`_Undecided`
         (from the tail), or taken as a record (the widest read: as before).
         """
         if self._since is None:
             return text
-        last = None  # the end of the last record found
+        last = None  # the start of the line of the last record found (a record may keep hook outputs)
         line_end = -1  # the end of the line the previous candidate was on (each line is parsed once)
         record = undecided = False
+        start = 0
         for match in self._since.finditer(text):
             if match.start() >= line_end:
                 start = text.rfind("\n", 0, match.start()) + 1
@@ -123,7 +128,7 @@ class Transcript:
                 else:
                     record = self._is_record(text[start:line_end])
             if record:
-                last = match.end()
+                last = start
         if last is None and undecided:
             raise _Undecided
         if last is None:

@@ -200,8 +200,8 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
                 setting = f"[{switch.table}] {switch.key} = true"
                 said.append(f"{setting} is set" if s.switch else f"{setting} is NOT set: install again to set it")
             if s.trusted is not None:
-                reviewed = set(s.events) <= set(s.trusted)
-                said.append("hooks reviewed" if reviewed else f"hooks not reviewed yet: approve them in {s.host}")
+                yes, no = adapter(s.host).trust_said
+                said.append((yes if set(s.events) <= set(s.trusted) else no).format(name=s.host))
             click.echo(f"{'':<21} {'; '.join(said)}")
 
 

@@ -1,9 +1,12 @@
 """A loopback model server that records every request and answers in the provider's real wire format.
 
 It speaks Anthropic Messages (``POST /v1/messages``, SSE when ``"stream": true``,
-and ``/v1/messages/count_tokens``) for Claude Code and OpenAI Responses
-(``POST /v1/responses``, SSE) for Codex. Every request body is kept in
-:attr:`FakeModel.requests`, so a test asserts on what an agent actually sent.
+and ``/v1/messages/count_tokens``) for Claude Code, OpenAI Responses
+(``POST /v1/responses``, SSE) for Codex, OpenAI chat completions
+(``POST /v1/chat/completions``, SSE when ``"stream": true``) for Qwen Code, and
+the Gemini API (``POST /v1beta/models/MODEL:streamGenerateContent?alt=sse``,
+``:generateContent``, ``:countTokens``) for Gemini CLI. Every request body is
+kept in :attr:`FakeModel.requests`, so a test asserts on what an agent actually sent.
 """
 
 from __future__ import annotations
@@ -41,9 +44,14 @@ class Reply:
     """A figure above the agent's auto-compaction limit makes it compact."""
 
 
-COMPACTION_PROMPTS = ("CONTEXT CHECKPOINT COMPACTION", "CRITICAL: Respond with TEXT ONLY")
-"""How the agents' summarisation requests end: Codex's (codex-rs ``templates/compact/prompt.md``) and
-Claude Code 2.1.328's (it wants an ``<analysis>`` and a ``<summary>`` block back)."""
+COMPACTION_PROMPTS = (
+    "CONTEXT CHECKPOINT COMPACTION",
+    "CRITICAL: Respond with TEXT ONLY",
+    "<state_snapshot>",
+)
+"""How the agents' summarisation requests end: Codex's (codex-rs ``templates/compact/prompt.md``),
+Claude Code 2.1.328's (it wants an ``<analysis>`` and a ``<summary>`` block back), and Gemini CLI's and
+Qwen Code's (both ask for a ``<state_snapshot>``; Gemini then asks to check it, in a second request)."""
 
 SUMMARY = "SUMMARY-OF-EARLIER-WORK"
 """The fake model's summary, so a test can find the compacted history."""
@@ -51,9 +59,9 @@ SUMMARY = "SUMMARY-OF-EARLIER-WORK"
 
 def is_compaction(body: dict[str, Any]) -> bool:
     """Whether a recorded request is an agent asking for a summary of its conversation."""
-    items = body.get("input") or body.get("messages") or []
+    items = body.get("input") or body.get("messages") or body.get("contents") or []
     last = items[-1] if items and isinstance(items[-1], dict) else {}
-    text = json.dumps(last.get("content", ""))
+    text = json.dumps(last.get("content", last.get("parts", "")))
     return any(prompt in text for prompt in COMPACTION_PROMPTS)
 
 
@@ -200,6 +208,71 @@ def responses_stream(text: str, model: str, input_tokens: int = 10, call: Call |
     return b"".join(_sse(name, data) for name, data in events)
 
 
+def chat_stream(text: str, model: str, input_tokens: int = 10, call: Call | None = None) -> bytes:
+    """One OpenAI chat-completions SSE answer: role, text (or a ``call``), finish, a usage chunk, ``[DONE]``."""
+    base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion.chunk", "created": 0, "model": model}
+    usage = {"prompt_tokens": input_tokens, "completion_tokens": 1, "total_tokens": input_tokens + 1}
+    delta: dict[str, Any] = {"content": text}
+    finish = "stop"
+    if call is not None:
+        function = {"name": call.name, "arguments": call.arguments}
+        delta = {
+            "tool_calls": [
+                {"index": 0, "id": "call_" + uuid.uuid4().hex[:24], "type": "function", "function": function}
+            ]
+        }
+        finish = "tool_calls"
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**base, "choices": [], "usage": usage},
+    ]
+    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
+def chat_message(text: str, model: str, input_tokens: int = 10) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": input_tokens, "completion_tokens": 1, "total_tokens": input_tokens + 1},
+    }
+
+
+def sample(schema: Any) -> Any:
+    """A small value that fits a JSON schema: Gemini CLI's utility calls (its model router) want JSON back."""
+    if not isinstance(schema, dict):
+        return "fake"
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        return {k: sample(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("number", "integer"):
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    return "fake"
+
+
+def gemini_response(text: str, input_tokens: int = 10) -> dict[str, Any]:
+    """A ``GenerateContentResponse``: one candidate, finished, with its usage."""
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": input_tokens,
+            "candidatesTokenCount": 1,
+            "totalTokenCount": input_tokens + 1,
+        },
+        "modelVersion": "fake",
+    }
+
+
 class FakeModel:
     """``with FakeModel() as server:`` serves on ``server.url`` until the block ends."""
 
@@ -229,9 +302,9 @@ class FakeModel:
         self._server.server_close()
 
     def model_requests(self) -> list[Recorded]:
-        """The conversation requests (not token counts, not title generation side calls)."""
+        """The conversation requests (not token counts, not Gemini CLI's utility calls such as its router)."""
         with self._lock:
-            return [r for r in self.requests if r.path.split("?")[0] in ("/v1/messages", "/v1/responses")]
+            return [r for r in self.requests if _conversation(r.path.split("?")[0])]
 
     def clear(self) -> None:
         with self._lock:
@@ -243,6 +316,29 @@ class FakeModel:
         with self._lock:
             reply = self.script.pop(0) if self.script else Reply(self.reply, None, self.input_tokens)
         return responses_stream(reply.text, model, reply.input_tokens, reply.call)
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        """The next conversation answer (a summary for a summarisation request)."""
+        if is_compaction(body):
+            return Reply(f"<state_snapshot>{SUMMARY}</state_snapshot>")
+        with self._lock:
+            return self.script.pop(0) if self.script else Reply(self.reply, None, self.input_tokens)
+
+    def _gemini(self, path: str, body: dict[str, Any]) -> bytes:
+        """Gemini API answers: JSON for a request that asks for it (with its schema), else the next reply."""
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            return json.dumps(gemini_response(json.dumps(sample(schema)))).encode()
+        if not path.endswith(":streamGenerateContent"):  # a utility call: Gemini CLI's summaries, its checks
+            text = f"<state_snapshot>{SUMMARY}</state_snapshot>" if is_compaction(body) else self.reply
+            return json.dumps(gemini_response(text)).encode()
+        reply = self._next(body)
+        answer = gemini_response(reply.text, reply.input_tokens)
+        if reply.call is not None:
+            call = {"name": reply.call.name, "args": json.loads(reply.call.arguments)}
+            answer["candidates"][0]["content"]["parts"] = [{"functionCall": call}]
+        return f"data: {json.dumps(answer)}\n\n".encode()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -283,6 +379,20 @@ class FakeModel:
                         self._send(200, json.dumps(anthropic_message(fake.reply, model)).encode(), "application/json")
                 elif bare == "/v1/responses":
                     self._send(200, fake._responses(body, model), "text/event-stream")
+                elif bare.endswith("/chat/completions"):
+                    reply = fake._next(body)
+                    if body.get("stream"):
+                        answer = chat_stream(reply.text, model, reply.input_tokens, reply.call)
+                        self._send(200, answer, "text/event-stream")
+                    else:
+                        answer = chat_message(reply.text, model, reply.input_tokens)
+                        self._send(200, json.dumps(answer).encode(), "application/json")
+                elif bare.endswith(":countTokens"):
+                    self._send(200, b'{"totalTokens": 10}', "application/json")
+                elif bare.endswith(":streamGenerateContent"):
+                    self._send(200, fake._gemini(bare, body), "text/event-stream")
+                elif bare.endswith(":generateContent"):
+                    self._send(200, fake._gemini(bare, body), "application/json")
                 else:
                     self._send(404, b'{"error": "not found"}', "application/json")
 
@@ -294,3 +404,8 @@ class FakeModel:
                 self.wfile.write(data)
 
         return Handler
+
+
+def _conversation(path: str) -> bool:
+    """Whether a request path is an agent's conversation turn (Gemini CLI streams its turns)."""
+    return path in ("/v1/messages", "/v1/responses") or path.endswith(("/chat/completions", ":streamGenerateContent"))

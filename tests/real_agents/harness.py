@@ -6,9 +6,10 @@
   (CI) turns the skip into a failure.
 - :class:`~tests.real_agents.fakemodel.FakeModel` is the loopback model server that
   records every request.
-- :class:`ClaudeCode` and :class:`Codex` run one non-interactive turn each, with
-  a temporary ``HOME`` (and ``CODEX_HOME``) so nothing of the machine's own
-  configuration, login or history is read or written.
+- :class:`ClaudeCode`, :class:`Codex`, :class:`GeminiCli` and :class:`QwenCode`
+  run one non-interactive turn each, with a temporary ``HOME`` (and
+  ``CODEX_HOME``) so nothing of the machine's own configuration, login or
+  history is read or written.
 - :class:`CodexAppServer` drives ``codex app-server`` over stdio (JSON-RPC), the
   server Codex's own terminal UI talks to: one long-lived session, and the
   requests behind ``/clear`` and ``/compact`` that ``codex exec`` has no way to make.
@@ -35,6 +36,8 @@ from tests.real_agents.fakemodel import FakeModel
 
 CLAUDE_CODE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
+GEMINI_CLI_VERSION = "0.61.0"
+QWEN_CODE_VERSION = "0.24.4"
 TURN_TIMEOUT = 120
 """Seconds one agent turn may take (a few seconds normally; generous for a loaded CI machine)."""
 
@@ -191,6 +194,122 @@ class Codex:
         return Turn(match.group(1) if match else fallback, done.returncode, done.stdout, done.stderr)
 
 
+def _json_turn(binary: str, args: list[str], project: Path, env: dict[str, str], key: str, resume: str | None) -> Turn:
+    """Run one ``-p`` turn of a JSON-printing agent; the session id is ``key`` in its (first) JSON object."""
+    done = subprocess.run(
+        [str(agent_binary(binary)), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TURN_TIMEOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    session = ""
+    try:
+        result = json.loads(done.stdout)
+        first = result[0] if isinstance(result, list) and result else result
+        session = str(first.get(key, "")) if isinstance(first, dict) else ""
+    except ValueError:
+        pass
+    return Turn(session or resume or "", done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class GeminiCli:
+    """Gemini CLI in ``-p`` mode against the fake model server (the Gemini API), with a temporary ``HOME``.
+
+    ``~/.gemini/settings.json`` picks API-key auth (a base URL alone selects a
+    gateway auth that ``-p`` refuses) and turns usage statistics off (else it
+    calls Google). The project is trusted per run through
+    ``GEMINI_CLI_TRUST_WORKSPACE=true``, which records nothing: trusting a
+    folder is the user's consent, which nia never writes (see docs/hosts.md).
+    ``settings`` adds members to that file (``{"model": {"compressionThreshold": 0.1}}``).
+    """
+
+    project: Path
+    home: Path
+    server: FakeModel
+    extra_env: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    trusted: bool = True
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(GOOGLE_GEMINI_BASE_URL=self.server.url, GEMINI_API_KEY="test-key", NO_COLOR="1")
+        if self.trusted:
+            env["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+        env.update(self.extra_env)
+        return env
+
+    def configure(self) -> None:
+        folder = self.home / ".gemini"
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+            "privacy": {"usageStatisticsEnabled": False},
+            **self.settings,
+        }
+        (folder / "settings.json").write_text(json.dumps(settings))
+
+    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+        self.configure()
+        args = ["-p", prompt, "--output-format", "json", *(["-r", resume] if resume else [])]
+        return _json_turn("gemini", args, self.project, self.env(), "session_id", resume)
+
+    def transcripts(self) -> list[Path]:
+        """Its session files (``~/.gemini/tmp/<project>/chats/session-*.jsonl``), oldest first."""
+        return sorted(self.home.glob(".gemini/tmp/*/chats/session-*.jsonl"), key=lambda p: p.stat().st_mtime)
+
+
+@dataclass
+class QwenCode:
+    """Qwen Code in ``-p`` mode against the fake model server (OpenAI chat completions), with a temporary ``HOME``.
+
+    Its background memory extraction (a second request after every turn) is
+    turned off so the recorded requests are the conversation's own.
+    ``settings`` adds members to ``~/.qwen/settings.json``.
+    """
+
+    project: Path
+    home: Path
+    server: FakeModel
+    extra_env: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(
+            OPENAI_BASE_URL=f"{self.server.url}/v1",
+            OPENAI_API_KEY="test-key",
+            OPENAI_MODEL="fake-model",
+            NO_COLOR="1",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def configure(self) -> None:
+        folder = self.home / ".qwen"
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "security": {"auth": {"selectedType": "openai"}},
+            "model": {"name": "fake-model"},
+            "privacy": {"usageStatisticsEnabled": False},
+            "memory": {"enableManagedAutoMemory": False},
+            **self.settings,
+        }
+        (folder / "settings.json").write_text(json.dumps(settings))
+
+    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+        self.configure()
+        args = ["-p", prompt, "--output-format", "json", *(["--resume", resume] if resume else [])]
+        return _json_turn("qwen", args, self.project, self.env(), "session_id", resume)
+
+    def transcripts(self) -> list[Path]:
+        """Its session files (``~/.qwen/projects/<project>/chats/<session id>.jsonl``)."""
+        return sorted(self.home.glob(".qwen/projects/*/chats/*.jsonl"), key=lambda p: p.stat().st_mtime)
+
+
 class CodexAppServer:
     """``codex app-server`` on stdio, as Codex's terminal UI uses it (codex-rs ``tui/src/app``).
 
@@ -318,4 +437,6 @@ def request_text(body: dict) -> str:
     walk(body.get("messages"))
     walk(body.get("instructions"))
     walk(body.get("input"))
+    walk(body.get("systemInstruction"))
+    walk(body.get("contents"))
     return "\n".join(out)
