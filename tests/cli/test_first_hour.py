@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from nia_core.agents import ADAPTERS
+
 _SCRIPT = Path(sys.executable).with_name("nia")
 NIA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
 
@@ -89,7 +91,7 @@ def test_a_running_session_and_the_hook_keep_the_context_and_say_the_error_alike
 # -- 27.7: nia hook install says which folder it took as the project root, and why -----------------------
 
 
-@pytest.mark.parametrize("host", ["claude-code", "codex"])
+@pytest.mark.parametrize("host", sorted(ADAPTERS))
 @pytest.mark.parametrize("kind", ["plain folder", "git repository", "nia project", "subfolder of a nia project"])
 def test_hook_install_says_which_folder_is_the_project_and_why(tmp_path: Path, host: str, kind: str) -> None:
     root = tmp_path / "work"
