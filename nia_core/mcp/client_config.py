@@ -157,9 +157,10 @@ def _claude_local_servers(root: Path) -> tuple[str, ...]:
     return ("projects", str(here), "mcpServers")
 
 
+COPILOT_TOOLS = "In `copilot -p`, let it call nia's tool without asking with `--allow-tool nia`."
 COPILOT_TRUST = (
     "Copilot CLI starts a project's MCP servers only in a trusted folder: trust this project when copilot asks "
-    "(trustedFolders in ~/.copilot/config.json); nia never records that consent for you."
+    "(trustedFolders in ~/.copilot/config.json); nia never records that consent for you. " + COPILOT_TOOLS
 )
 
 
@@ -237,7 +238,7 @@ CLIENTS: dict[str, McpClient] = {
         "GitHub Copilot CLI",
         {
             "project": _copilot_project,
-            "user": Place(_in_user("COPILOT_HOME", (".copilot",), "mcp-config.json"), "copilot"),
+            "user": Place(_in_user("COPILOT_HOME", (".copilot",), "mcp-config.json"), "copilot", note=COPILOT_TOOLS),
         },
         host="copilot",
     ),

@@ -177,3 +177,27 @@ def test_uninstall_leaves_each_client_without_nia(project, env):
     for binary in ("gemini", "opencode", "qwen"):
         listing = client(binary, project, {**quiet, "GEMINI_CLI_TRUST_WORKSPACE": "true"}, "mcp", "list")
         assert not [line for line in listing.splitlines() if " nia" in line and "mcp" in line], listing
+
+
+def test_copilot_starts_nia_from_the_github_file_in_a_trusted_folder_and_calls_its_tool(project, env, server):
+    said = install(project, env, "copilot")
+    assert "trusted folder" in said and "--allow-tool nia" in said
+    assert (project / ".github" / "mcp.json").exists()
+    copilot_home = Path(env["HOME"]) / ".copilot"
+    copilot_home.mkdir(parents=True, exist_ok=True)
+    (copilot_home / "config.json").write_text(json.dumps({"trustedFolders": [str(project)]}))  # the user's consent
+    server.script = [Reply(call=Call("nia-context_changes", "{}")), Reply("done")]
+    offline = {
+        **env,
+        "COPILOT_OFFLINE": "true",
+        "COPILOT_PROVIDER_BASE_URL": f"{server.url}/v1",
+        "COPILOT_PROVIDER_API_KEY": "test-key",
+    }
+    client("copilot", project, offline, "-p", "What changed?", "--model", "gpt-4o", "--allow-tool", "nia")
+    outputs = [
+        str(message.get("content"))
+        for request in server.model_requests()
+        for message in request.body.get("messages", [])
+        if message.get("role") == "tool"
+    ]
+    assert outputs and "ACME-RULE: one" in outputs[-1], outputs
