@@ -32,11 +32,11 @@ for pack in ("nia-python", "nia-github"):
     sys.path.insert(0, str(REPOSITORY / "packs" / pack / "src"))
 sys.path.insert(0, str(REPOSITORY / "packs" / "nia-github" / "tests"))
 
-from fakegithub import FakeGitHub, check_run, pull_request  # noqa: E402
-
 import nia_github  # noqa: E402
 import nia_python.project  # noqa: E402
 import nia_python.pytest_results  # noqa: E402
+from fakegithub import FakeGitHub, check_run, pull_request  # noqa: E402
+
 from nia_core import ContextSource, SystemContext, initialize, reconcile  # noqa: E402
 from nia_core.project import locate  # noqa: E402
 
@@ -73,7 +73,7 @@ def project(root: Path) -> None:
     (root / ".git" / "config").write_text('[remote "origin"]\n\turl = https://github.com/acme/shop.git\n')
 
 
-def naive_tests_source(path: Path) -> ContextSource:
+def naive(path: Path) -> ContextSource:
     def load() -> object:
         with open(path, "rb") as handle:
             return sorted(json.load(handle))
@@ -92,7 +92,7 @@ def measure(root: Path, server: FakeGitHub, repeats: int) -> list[tuple[str, flo
     lastfailed = root / ".pytest_cache" / "v" / "cache" / "lastfailed"
     return [
         ("floor: a boundary over no source", median_ms(boundary([]), repeats * 10)),
-        ("python/tests naive: read and parse lastfailed", median_ms(boundary([naive_tests_source(lastfailed)]), repeats)),
+        ("python/tests naive: read and parse lastfailed", median_ms(boundary([naive(lastfailed)]), repeats)),
         ("python/tests (nia-pytest), nothing changed", median_ms(boundary(tests), repeats * 10)),
         ("nia-python's 3 sources, nothing changed", median_ms(boundary(python + tests), repeats * 10)),
         ("github/pull-request naive: ask GitHub (127.0.0.1)", median_ms(boundary(github_every_time), repeats)),
