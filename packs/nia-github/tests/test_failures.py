@@ -209,8 +209,24 @@ def test_a_gh_that_hangs_is_killed_at_its_deadline(shop, github, monkeypatch, tm
     assert time.monotonic() - started < 6
     assert sentence(value).startswith("no GitHub token")
     child = int((tmp_path / "child").read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert wait_until(lambda: not alive(child)), "gh's own child outlived it: the group was not killed"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(done, seconds: float = 10.0) -> bool:
+    ends = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 # -- the token is never printed -------------------------------------------------------------------
