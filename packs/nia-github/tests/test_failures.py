@@ -70,7 +70,7 @@ def test_a_passing_problem_before_any_status_is_a_sentence_after_one_keeps_it(sh
 
     assert source.load() is UNAVAILABLE  # the model keeps the status it was told
 
-    fresh = source_at(shop.location, name=NAME)
+    fresh = source_at(shop.location)  # the hook hands back the same source, and its loader remembers
     assert fresh.load() is UNAVAILABLE and good["state"] == "pr"
     assert sentence(plugin.source.PullRequestStatus(*_args(source)).__call__()) == said
 
@@ -96,8 +96,7 @@ def test_a_rate_limit_says_until_when_and_nothing_is_asked_before_then(shop, git
 
 def test_a_server_that_hangs_ends_in_the_timeout(shop, github):
     github.state["mode"] = "hang"
-    shop.configure(NAME, timeout=1.0)
-    source = source_at(shop.location)
+    source = source_at(shop.location, {"timeout": 1.0})
 
     started = time.monotonic()
     value = source.load()
