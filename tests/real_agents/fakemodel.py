@@ -32,6 +32,8 @@ class Call:
 
     name: str
     arguments: str = "{}"
+    namespace: str | None = None
+    """The tool namespace the agent offered the function in (Codex groups an MCP server's tools: ``mcp__nia``)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ def responses_stream(text: str, model: str, input_tokens: int = 10, call: Call |
             "name": call.name,
             "arguments": call.arguments,
         }
+        if call.namespace is not None:
+            fc["namespace"] = call.namespace
         done = {**base, "status": "completed", "output": [fc], "usage": usage}
         calls = [
             ("response.created", {"type": "response.created", "response": base}),
