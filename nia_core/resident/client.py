@@ -218,14 +218,22 @@ def write(reply: dict[str, Any]) -> None:
 
 
 BOOT = (
-    "import os, sys\n"
+    "import os, select, sys\n"
+    "os.closerange(3, 1 << 16)\n"
+    "listed, wake = os.pipe()\n"
     "if os.fork() == 0:\n"
+    "    os.close(listed)\n"
     "    from nia_core.resident.server import main\n"
-    "    main(sys.argv[1:])\n"
+    "    main(sys.argv[1:], wake)\n"
+    "    os._exit(0)\n"
+    "os.close(wake)\n"
+    "select.select([listed], [], [], 10)\n"
     "os._exit(0)"
 )
-"""The resident's first lines: fork, so that the process this hook waits for ends at once and the resident is
-nobody's child (the hook's own process may be long-lived: a test runner)."""
+"""The resident's first lines. It keeps none of the hook's other files open (an agent's pipe held by a resident
+would keep the agent waiting for its end). It forks, so that the resident is nobody's child (the hook's own
+process may be long-lived: a test runner); the process this hook waits for ends once the resident holds its
+lock and is listed (or gave up), so that ``nia hook status`` and ``nia hook stop`` right after the hook see it."""
 
 
 def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str, Any] | None) -> None:

@@ -146,8 +146,8 @@ def stop(resident: Resident, timeout: float = 5.0) -> bool:
         conn.sendall(json.dumps({"stop": True}).encode("ascii"))
         conn.shutdown(socket.SHUT_WR)
         reply = conn.recv(4096)
-        if pid == resident.pid and reply:
-            return _ended(place, resident.key, timeout)
+        if pid == resident.pid and reply and _ended(place, resident.key, timeout):
+            return True
     return _terminate(place, resident, timeout)
 
 

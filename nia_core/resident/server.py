@@ -385,8 +385,12 @@ def _send(conn: socket.socket, reply: dict[str, Any]) -> None:
 # -- the process ------------------------------------------------------------------------
 
 
-def main(argv: list[str]) -> None:
-    """The resident process: ``argv`` is the hook's ``sys.path`` and the command's plugin options (JSON)."""
+def main(argv: list[str], listed: int | None = None) -> None:
+    """The resident process: ``argv`` is the hook's ``sys.path`` and the command's plugin options (JSON).
+
+    ``listed`` is a pipe's writing end, closed once this process holds its lock and is listed (starting)
+    or gave up: the process that started it waits for that.
+    """
     try:
         path = json.loads(argv[0])
         options = json.loads(argv[1]) if len(argv) > 1 else {}
@@ -408,6 +412,10 @@ def main(argv: list[str]) -> None:
         return  # another resident of this scope is running (or starting)
     try:
         _log_to(os.path.join(place, key + ".log"))
+        _starting(place, key, found, options)
+        if listed is not None:
+            with contextlib.suppress(OSError):
+                os.close(listed)
         _run(options, found, place, key)
     finally:
         with contextlib.suppress(OSError):  # before the lock is let go: a new resident makes a new lock file
@@ -417,6 +425,24 @@ def main(argv: list[str]) -> None:
         from nia_core.process import end
 
         end(0)  # threads a plugin left behind must not keep a finished resident alive
+
+
+def _starting(place: str, key: str, found: dict[str, Any], options: dict[str, Any]) -> None:
+    """List this process as starting (``nia hook status``, ``nia hook stop``) before anything slow is loaded."""
+    from nia_core.files import write_private
+
+    data = {
+        "ready": False,
+        "pid": os.getpid(),
+        "started": time.time(),
+        "cwd": found.get("cwd"),
+        "projects": [],
+        "nia": found.get("nia"),
+        "python": found.get("python"),
+        "options": options,
+    }
+    with contextlib.suppress(OSError):
+        write_private(place, key + ".json", json.dumps(data).encode("utf-8"))
 
 
 def _lock(path: str) -> int | None:
@@ -449,9 +475,7 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
     log_to_stderr()
     resident = Resident(options, found, place, key)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError):  # "starting": listed, and SIGTERM (still the default action) ends it at once
-        resident.write_metadata()
-    try:
+    try:  # listed as starting (main); until it listens, SIGTERM (the default action) ends it at once
         resident.warm()
         listener = _listen(resident)
         if listener is None:

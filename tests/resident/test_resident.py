@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -342,6 +343,35 @@ def test_hook_status_lists_residents_and_hook_stop_ends_them(world):
     assert f"pid {resident['pid']}: ended" in stopped.stdout
     assert world.residents() == []
     assert "resident processes: none" in world.nia("hook", "status").stdout
+
+
+def test_the_resident_a_hook_starts_is_listed_when_it_ends_and_holds_none_of_the_agents_pipes(world):
+    """An agent that reads a pipe its hook inherited gets its end when the hook ends, and ``nia hook stop``
+    right after the hook ends the resident it started (listed while still starting)."""
+    agents_end, hooks_end = os.pipe()
+    try:
+        done = subprocess.run(
+            [*HOOK, "claude-code"],
+            input=world.payload("warm-up", "PreToolUse"),
+            capture_output=True,
+            text=True,
+            env=world.env,
+            cwd=world.root,
+            timeout=120,
+            pass_fds=(hooks_end,),
+        )
+        assert done.returncode == 0, done.stderr
+        os.close(hooks_end)
+        hooks_end = -1
+        readable, _, _ = select.select([agents_end], [], [], 10)  # at once, unless a resident holds the pipe
+        assert readable and os.read(agents_end, 1) == b""
+        stopped = world.nia("hook", "stop")
+    finally:
+        os.close(agents_end)
+        if hooks_end >= 0:
+            os.close(hooks_end)
+    assert stopped.returncode == 0 and stopped.stdout.count(": ended") == 1, stopped.stdout
+    assert world.residents() == []
 
 
 def test_an_idle_resident_ends_by_itself_and_uses_no_cpu_meanwhile(world):
