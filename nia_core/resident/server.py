@@ -431,7 +431,7 @@ def _starting(place: str, key: str, found: dict[str, Any], options: dict[str, An
     """List this process as starting (``nia hook status``, ``nia hook stop``) before anything slow is loaded."""
     from nia_core.files import write_private
 
-    data = {
+    data: dict[str, Any] = {
         "ready": False,
         "pid": os.getpid(),
         "started": time.time(),
