@@ -38,6 +38,28 @@ def isolated_environment(tmp_path_factory, monkeypatch):
     stop_residents(runtime)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_resident_outlives_the_run(tmp_path_factory):
+    """A resident process a test started with an environment built from scratch (``NIA_RESIDENT`` left on, the
+    user's own socket folder) ends with the run: each is found by its temporary folders in ``/proc`` (Linux)."""
+    yield
+    import os
+    import signal
+    from pathlib import Path
+
+    base = str(tmp_path_factory.getbasetemp()).encode()
+    for entry in Path("/proc").iterdir() if Path("/proc/self").exists() else ():
+        try:
+            if not entry.name.isdigit() or entry.stat().st_uid != os.getuid():
+                continue
+            if b"nia_core.resident.server" not in (entry / "cmdline").read_bytes():
+                continue
+            if base in (entry / "environ").read_bytes() or base in os.readlink(entry / "cwd").encode():
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            continue
+
+
 def stop_residents(runtime: str) -> None:
     """End the resident processes whose sockets are in ``runtime`` (a test's own folder), then remove it."""
     import os

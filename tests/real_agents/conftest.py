@@ -66,7 +66,23 @@ def agent_home(tmp_path: Path) -> Path:
     return home
 
 
+def pytest_generate_tests(metafunc):
+    """A test marked ``both_hook_modes`` runs twice: its hooks answered in their own process, and by a resident."""
+    if metafunc.definition.get_closest_marker("both_hook_modes"):
+        metafunc.parametrize("real_hook_mode", ["in-process", "resident"], indirect=True)
+
+
 @pytest.fixture(autouse=True)
-def both_modes(hook_mode):
-    """Each test twice: the hooks answered in their own process, and by a resident process (tests/resident_helpers)."""
-    return hook_mode
+def real_hook_mode(request, monkeypatch):
+    """The hooks answered in their own process; by a resident process too where the test is marked.
+
+    One test per agent is marked: several resumed turns with an update and a removal, whose hooks
+    after the first are answered by the resident process the first started (tests/resident_helpers
+    waits for it between turns and checks who answered). Every other path a resident takes is the
+    in-process one it shares (nia_core/agents/answer.py), run both ways by tests/agents and
+    tests/resident against the fake hosts, at a fraction of a real agent's cost.
+    """
+    from tests.resident_helpers import resident_mode
+
+    with resident_mode(monkeypatch, getattr(request, "param", "in-process") == "resident") as mode:
+        yield mode

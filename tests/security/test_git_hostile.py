@@ -422,7 +422,7 @@ def test_a_git_in_the_project_outside_the_work_tree_is_never_run(world):
     world.git("init", "-q", "-b", "main", cwd=app)
     (app / "main.py").write_text("print(1)\n")
     world.script(world.root / "tools" / "git", "git", f'exec {GIT} "$@"')
-    env = {**world.env, "PATH": f"{world.root / 'tools'}{os.pathsep}{world.env['PATH']}"}
+    env = env_for_mode({**world.env, "PATH": f"{world.root / 'tools'}{os.pathsep}{world.env['PATH']}"})
     hook = {"hook_event_name": "UserPromptSubmit", "session_id": "s2", "cwd": str(app), "prompt": "hi"}
 
     stdin = json.dumps(hook).encode()
