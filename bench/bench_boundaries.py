@@ -126,8 +126,8 @@ def open_for(kind: str, url: str) -> Store:
     return store
 
 
-def runner(kind: str, url: str, folder: str, go: Any, done: Any, barrier: Any) -> None:
-    """One runner process: turns while ``go`` is set, until ``done``.
+def runner(kind: str, url: str, folder: str, go: Any, idle: Any, done: Any, barrier: Any) -> None:
+    """One runner process: turns while ``go`` is set (``idle`` is set between its turns' runs), until ``done``.
 
     Writes ``[turns, seconds turning, last kind]`` or ``["error", message, ""]`` to FOLDER/result.json.
     """
@@ -143,11 +143,13 @@ def runner(kind: str, url: str, folder: str, go: Any, done: Any, barrier: Any) -
             barrier.wait(timeout=300)
             turns, seconds = 0, 0.0
             while True:
+                idle.set()
                 go.wait()
                 if done.is_set():
                     break
+                idle.clear()
                 started = time.perf_counter()
-                while go.is_set():
+                while go.is_set() and not done.is_set():
                     if turns % 4 == 3:
                         set_value(location, turns)
                     run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turns}")
@@ -173,10 +175,11 @@ def measure(urls: dict[str, str], runners: int, seconds: float, slots: int, fold
     done = context.Event()
     gates = {kind: context.Event() for kind in urls}
     places: dict[str, list[Path]] = {kind: [folder / f"{kind}-r{i}" for i in range(runners)] for kind in urls}
+    idles = {kind: [context.Event() for _ in range(runners)] for kind in urls}
     processes = [
-        context.Process(target=runner, args=(kind, urls[kind], str(place), gates[kind], done, barrier))
+        context.Process(target=runner, args=(kind, urls[kind], str(place), gates[kind], idle, done, barrier))
         for kind in urls
-        for place in places[kind]
+        for place, idle in zip(places[kind], idles[kind], strict=True)
     ]
     for process in processes:
         process.start()
@@ -185,11 +188,12 @@ def measure(urls: dict[str, str], runners: int, seconds: float, slots: int, fold
     except Exception:
         pass  # a runner failed during setup; its error is in its result
     for _ in range(slots):
-        for gate in gates.values():
+        for kind, gate in gates.items():
             gate.set()
             time.sleep(seconds / slots)
             gate.clear()
-            time.sleep(0.05)  # the slot's last turns finish before the next kind starts
+            for idle in idles[kind]:  # the slot's last turns finish before the next kind starts
+                idle.wait(timeout=300)
     done.set()
     for gate in gates.values():
         gate.set()

@@ -25,11 +25,13 @@ pays. The table prints the machine's load average before and after.
      ``.git`` folder), where the built-in nia-git runs git at every prompt: a fresh process
      cannot know what changed in the working tree without asking.
 
-2. Context bytes over a scripted Claude Code session of ``--turns`` prompts with ``--changes``
-   context changes: what ``nia hook claude-code`` printed (SessionStart, then each prompt)
-   against a hook printing the full context at every prompt. "Re-sent" sums, over every
-   request, the hook text the request carries: a host keeps each hook output in the
-   conversation, so request k repeats all hook text of turns 1..k.
+2. Context bytes, per host of nia's host table, over a scripted session of ``--turns`` prompts
+   with ``--changes`` context changes: what ``nia hook HOST`` printed (its start event where nia
+   answers one, then each prompt) against a hook printing the full context at every prompt
+   (``nia context show``). "Re-sent" sums, over every request, the hook text the request
+   carries: every host keeps each hook output in the conversation, so request k repeats all
+   hook text of turns 1..k. Hosts differ in what they load themselves (nia leaves the project's
+   AGENTS.md to Claude Code, Codex and Qwen Code, and says it to Gemini CLI).
 """
 
 from __future__ import annotations
@@ -102,10 +104,11 @@ class Row:
 
 
 def payload(project: Path, event: str, session: str, source: str = "") -> str:
+    """A hook's stdin JSON (every host here names its members as Claude Code does)."""
     data = {"session_id": session, "cwd": str(project), "hook_event_name": event, "transcript_path": None}
     if source:
         data["source"] = source
-    if event == "UserPromptSubmit":
+    else:
         data["prompt"] = "go on"
     return json.dumps(data)
 
@@ -159,7 +162,7 @@ from nia_core.runtime import Runtime
 root, prompts, stdin = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].encode()
 runtime, host = Runtime(), adapter("claude-code")
 for prompt in range(prompts):
-    (root / "rule.txt").write_text(f"rule {prompt}\\n")
+    (root / "rule.txt").write_text(f"rule {prompt + 1}\\n")  # the project starts at rule 0
     if run(host, stdin, runtime).entry.outcome != "updated":
         sys.exit(f"prompt {prompt} admitted nothing")
 """
@@ -215,33 +218,70 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     return rows
 
 
+HOSTS = """
+import json
+from nia_core.agents import ADAPTERS, adapter
+from nia_core.agents.contract import PROMPT, START
+table = {}
+for name in sorted(ADAPTERS):
+    host = adapter(name)
+    roles = {role: event for event, role in host.events.items()}
+    table[name] = [roles.get(START), roles[PROMPT]]
+print(json.dumps(table))
+"""
+"""Every host of the installed nia's host table: its start event (or none) and its prompt event."""
+
+
 def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[str, tuple[int, int]]:
-    """(bytes added, bytes re-sent over all requests) for nia and for a print-everything hook."""
+    """(bytes added, bytes re-sent over all requests) for each host's nia hook and for a print-everything hook.
+
+    Every host gets the same scripted session: its start event where nia answers one (``startup``),
+    then ``turns`` prompts with ``changes`` edits of the context spread over them. Each host keeps
+    every hook output in its conversation, so request k repeats all hook text of turns 1..k.
+    """
     env = {**clean_env(work), "XDG_DATA_HOME": str(work / "data2"), "XDG_STATE_HOME": str(work / "state2")}
-    project = make_project(work, "session")
-    nia = [str(python.parent / "nia"), "hook", "claude-code"]
-    show = [str(python.parent / "nia"), "context", "show"]
+    hosts = json.loads(subprocess.run([str(python), "-c", HOSTS], capture_output=True, text=True, check=True).stdout)
     change_at = {round((i + 1) * turns / (changes + 1)) for i in range(changes)}
 
-    def printed(stdin: str) -> int:
-        out = subprocess.run(nia, input=stdin, capture_output=True, text=True, env=env, cwd=project).stdout.strip()
-        return len(json.loads(out)["hookSpecificOutput"]["additionalContext"].encode()) if out else 0
+    def change(project: Path, turn: int) -> None:
+        (project / "rule.txt").write_text(f"rule {turn}: " + "be careful " * 5 + "\n")
+
+    def session(index: int, name: str, start: str | None, prompt: str) -> tuple[int, int]:
+        project = make_project(work, f"session-{index:02d}")  # paths of one length: the hosts' bytes compare
+        nia = [str(python.parent / "nia"), "hook", name]
+
+        def printed(stdin: str) -> int:
+            out = subprocess.run(nia, input=stdin, capture_output=True, text=True, env=env, cwd=project).stdout
+            return len(json.loads(out)["hookSpecificOutput"]["additionalContext"].encode()) if out.strip() else 0
+
+        total = printed(payload(project, start, name, "startup")) if start else 0
+        resent = 0
+        for turn in range(1, turns + 1):
+            if turn in change_at:
+                change(project, turn)
+            total += printed(payload(project, prompt, name))
+            resent += total
+        return total, resent
+
+    figures = {
+        f"nia hook {name}": session(index, name, start, prompt)
+        for index, (name, (start, prompt)) in enumerate(hosts.items())
+    }
+    project = make_project(work, "session-99")
+    show = [str(python.parent / "nia"), "context", "show"]
 
     def full() -> int:
         return len(subprocess.run(show, capture_output=True, text=True, env=env, cwd=project).stdout.strip().encode())
 
-    nia_added = printed(payload(project, "SessionStart", "bytes", "startup"))
-    naive_added = full()  # the naive hook prints everything at SessionStart too
-    nia_resent = naive_resent = 0
-    nia_total, naive_total = nia_added, naive_added
+    naive_total = full()  # the naive hook prints everything at the start too
+    naive_resent = 0
     for turn in range(1, turns + 1):
         if turn in change_at:
-            (project / "rule.txt").write_text(f"rule {turn}: " + "be careful " * 5 + "\n")
-        nia_total += printed(payload(project, "UserPromptSubmit", "bytes"))
+            change(project, turn)
         naive_total += full()
-        nia_resent += nia_total
         naive_resent += naive_total
-    return {"nia hook claude-code": (nia_total, nia_resent), "full context every prompt": (naive_total, naive_resent)}
+    figures["full context every prompt"] = (naive_total, naive_resent)
+    return figures
 
 
 def main() -> None:
@@ -265,23 +305,23 @@ def main() -> None:
         )
         print(f"load average before / after: {load[0]:.2f} / {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
         print()
-        header = f"{'UserPromptSubmit hook latency':<44} {'median ms':>10} {'best ms':>8} {'x click':>8}"
+        header = f"{'UserPromptSubmit hook latency':<56} {'median ms':>10} {'best ms':>8} {'x click':>8}"
         print(header + f" {'CPU ms':>7} {'CPU x click':>12}")
         for row in rows:
             median, cpu = statistics.median(row.wall), statistics.median(row.cpu)
             print(
-                f"{row.label:<44} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
+                f"{row.label:<56} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
                 f" {cpu:>7.1f} {cpu / cpu_floor:>12.2f}"
             )
         print()
+        load = os.getloadavg()
         figures = context_bytes(python, work, args.turns, args.changes)
-        title = f"{args.turns} prompts, {args.changes} changes"
-        print(f"{title:<44} {'bytes added':>12} {'re-sent over all requests':>26}")
-        for label, (added, resent) in figures.items():
-            print(f"{label:<44} {added:>12,} {resent:>26,}")
-        nia_added, nia_resent = figures["nia hook claude-code"]
         naive_added, naive_resent = figures["full context every prompt"]
-        print(f"{'nia / full':<44} {nia_added / naive_added:>12.3f} {nia_resent / naive_resent:>26.3f}")
+        title = f"{args.turns} prompts, {args.changes} changes"
+        print(f"load average before / after: {load[0]:.2f} / {os.getloadavg()[0]:.2f}")
+        print(f"{title:<44} {'bytes added':>12} {'x full':>7} {'re-sent over all requests':>26} {'x full':>7}")
+        for label, (added, resent) in figures.items():
+            print(f"{label:<44} {added:>12,} {added / naive_added:>7.3f} {resent:>26,} {resent / naive_resent:>7.3f}")
 
 
 if __name__ == "__main__":

@@ -15,12 +15,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from nia_core.about import DISTRIBUTION
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, NiaError, UsageError
 
 TEMPLATE_NAME = "nia-template-plugin"
 TEMPLATE_MODULE = "nia_template_plugin"
 TEMPLATE_NAMESPACE = "template-plugin"
+SOURCE_DEFAULT = "${NIA_SOURCE:-nia-context}"
+"""How the template installs nia: ``NIA_SOURCE`` names where from; :func:`render` writes this nia's own source as
+the default, since nia is not on the package index yet."""
+_SHELL_SAFE = re.compile(r"[\w./:@+=,~% -]+")
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 SKIPPED_FOLDERS = {"__pycache__", "build", "dist", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".venv", ".git"}
@@ -89,9 +94,45 @@ def template_files(template: Path) -> list[Path]:
     return found
 
 
-def substitute(text: str, names: PluginNames) -> str:
-    """Swap the template's names for ``names`` (the longest first, so no name is swapped twice)."""
-    table = {TEMPLATE_NAME: names.name, TEMPLATE_MODULE: names.module, TEMPLATE_NAMESPACE: names.namespace}
+def nia_source() -> str:
+    """What pip installs this very nia from: its source folder, wheel or VCS URL (PEP 610), else its name.
+
+    Read from the ``direct_url.json`` pip wrote when it installed nia, so a
+    plugin made by ``nia plugin new`` installs the nia that made it, wherever
+    that came from. An install from the package index has none: the name.
+    """
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        text = distribution(DISTRIBUTION).read_text("direct_url.json")
+        data = json.loads(text) if text else None
+    except (PackageNotFoundError, OSError, ValueError):
+        return DISTRIBUTION
+    if not isinstance(data, dict):
+        return DISTRIBUTION
+    url = data.get("url")
+    if not isinstance(url, str) or not url:
+        return DISTRIBUTION
+    vcs = data.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        commit = vcs.get("commit_id")
+        return f"{DISTRIBUTION} @ {vcs['vcs']}+{url}" + (f"@{commit}" if isinstance(commit, str) else "")
+    parsed = urlparse(url)
+    found = unquote(parsed.path) if parsed.scheme == "file" else f"{DISTRIBUTION} @ {url}"
+    return found if _SHELL_SAFE.fullmatch(found) else DISTRIBUTION  # it goes inside "${NIA_SOURCE:-...}"
+
+
+def substitute(text: str, names: PluginNames, source: str = DISTRIBUTION) -> str:
+    """Swap the template's names for ``names`` (the longest first, so no name is swapped twice), and the nia
+    its commands install for ``source``."""
+    table = {
+        TEMPLATE_NAME: names.name,
+        TEMPLATE_MODULE: names.module,
+        TEMPLATE_NAMESPACE: names.namespace,
+        SOURCE_DEFAULT: SOURCE_DEFAULT.replace(DISTRIBUTION, source),
+    }
     pattern = re.compile("|".join(re.escape(token) for token in sorted(table, key=len, reverse=True)))
     return pattern.sub(lambda match: table[match.group(0)], text)
 
@@ -120,8 +161,12 @@ def _check_name_lengths(target: Path, relatives: list[Path], names: PluginNames)
             )
 
 
-def render(target: Path, names: PluginNames, template: Path | None = None) -> list[Path]:
-    """Write a new plugin package into ``target``; refuses a folder that exists and is not empty."""
+def render(target: Path, names: PluginNames, template: Path | None = None, nia: str | None = None) -> list[Path]:
+    """Write a new plugin package into ``target``; refuses a folder that exists and is not empty.
+
+    ``nia``: what its install commands take nia from when ``NIA_SOURCE`` is unset (default: :func:`nia_source`).
+    """
+    nia = nia_source() if nia is None else nia
     source = template or template_dir()
     relatives = template_files(source)
     _check_name_lengths(target, [Path(substitute(str(relative), names)) for relative in relatives], names)
@@ -136,7 +181,7 @@ def render(target: Path, names: PluginNames, template: Path | None = None) -> li
         destination = target / substitute(str(relative), names)
         try:
             destination.parent.mkdir(parents=True, exist_ok=True)
-            destination.write_text(substitute(text, names), encoding="utf-8")
+            destination.write_text(substitute(text, names, nia), encoding="utf-8")
         except OSError as exc:
             raise NiaError(f"cannot create the plugin: {exc.filename or target}: {exc.strerror or exc}") from None
         written.append(destination)

@@ -5,12 +5,10 @@ stdio) must stay parseable whatever a plugin prints at import, in a hook, in a
 loader or from a thread of its own. While :func:`protect` is in force,
 ``sys.stdout`` is a router: a write reaches the real stdout only from the
 command's thread (the one that entered :func:`protect`, normally the main
-thread) *outside* :func:`plugin_code`; every other write (any other thread, or
-plugin code the command's thread runs) goes to ``sys.stderr``. Plugin imports,
-producers and loaders run on worker threads, so they are routed without any
-marking; plugin calls on the command's thread (renderers,
-``nia_location_opened``, ``nia_register_commands``) are wrapped in
-:func:`plugin_code`.
+thread); every other write goes to ``sys.stderr``. Plugin code never runs on
+the command's thread: imports, hooks, producers, loaders, renderers and
+codecs run on worker threads under their deadlines (:mod:`nia_core.deadline`),
+so whatever they print is routed without any marking.
 
 A real process also gets :func:`redirect_fd`: file descriptor 1 itself is
 pointed at stderr and the real stdout is kept on a private descriptor, so
@@ -27,31 +25,14 @@ import threading
 from collections.abc import Iterator
 from typing import IO, Any
 
-_local = threading.local()
 _owner: threading.Thread | None = None
 """The thread that runs nia's command (the one that entered :func:`protect`); the main thread by default."""
 _private: IO[str] | None = None
 """The real stdout after :func:`redirect_fd`."""
 
 
-class plugin_code:
-    """Marks plugin code run by the main thread: its prints go to stderr."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        _local.depth = getattr(_local, "depth", 0) + 1
-
-    def __exit__(self, *exc: object) -> None:
-        _local.depth -= 1
-
-
-PLUGIN_CODE = plugin_code()
-
-
 def _to_real() -> bool:
-    owner = _owner or threading.main_thread()
-    return threading.current_thread() is owner and not getattr(_local, "depth", 0)
+    return threading.current_thread() is (_owner or threading.main_thread())
 
 
 class Router:

@@ -18,9 +18,9 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
 from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
@@ -61,12 +61,18 @@ def deadline() -> float:
         return DEADLINE
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime) -> HookRun:
-    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises."""
+def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:
+    """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
+
+    A function of its input: the hook's stdin ``data``, and ``caller``, what
+    :attr:`HostAdapter.caller` gathered in the hook's own process about the
+    host process it runs under (gather it there, never where this runs: a
+    resident process has another parent).
+    """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
     try:
-        hook = adapter.parse(data)
+        hook = adapter.parse(data, caller)
     except HostInputError as exc:
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
@@ -97,7 +103,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
         entry.warnings.append(problem)
-    native = {} if deliver else views(adapter.native_keys(version), location.root)
+    native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
     with open_store() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
@@ -387,7 +393,7 @@ def answer(host: str, runtime: Runtime) -> None:
     chosen = adapter(host)
     with hook_log.conversation_lock(_session_of(chosen, data)):
         with stdout_to_stderr():
-            result = run(chosen, data, runtime)
+            result = run(chosen, data, runtime, chosen.caller())
         emit(result)
     timer.cancel()
 
@@ -402,20 +408,25 @@ def _session_of(adapter: HostAdapter, data: bytes) -> str:
         return f"{adapter.name}-unattached"
 
 
-def main(host: str) -> int:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses."""
+def main(host: str) -> NoReturn:
+    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
+
+    The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
+    thread or ``atexit`` handler never keeps the agent waiting.
+    """
     from nia_core.lazylog import when_imported
+    from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
+    begin()
     if os.environ.get("NIA_DEBUG") == "1":
         _log_to_stderr()
     else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
         when_imported(_log_to_stderr)
     answer(host, Runtime())
-    _leave_stray_threads()
-    return 0
+    exit_command(0)
 
 
 def _log_to_stderr() -> None:
@@ -429,22 +440,3 @@ def _log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False
-
-
-def _leave_stray_threads() -> None:
-    """End now if a plugin left a non-daemon thread running: Python would wait for it, and so would the agent.
-
-    The answer is already on stdout; the watchdog is cancelled by then, so
-    nothing else would end such a process. Only here, in the process's own
-    entry point: an in-process caller's threads are none of the hook's business.
-    """
-    import threading
-
-    main_thread = threading.main_thread()
-    if any(t is not main_thread and t.is_alive() and not t.daemon for t in threading.enumerate()):
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        end(0)

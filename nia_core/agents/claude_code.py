@@ -76,7 +76,7 @@ def fork_parent(hook: HookInput) -> str | None:
     one that is not the fork's own is the parent. In ``-p`` mode the
     transcript is written only after the fork's first turn, but the hooks run
     under the ``claude`` process whose arguments name it
-    (``--resume ID --fork-session``).
+    (``--resume ID --fork-session``): :func:`caller` read them.
     """
     transcript = Transcript.open(hook.transcript_path)
     if transcript is not None:
@@ -86,7 +86,13 @@ def fork_parent(hook: HookInput) -> str | None:
                 found = line
         if found:
             return found
-    return _forked_by_command_line()
+    return hook.caller.get("fork_of") or None
+
+
+def caller() -> dict[str, str]:
+    """What the ``claude`` process this hook runs under says about itself: the session it forks, if any."""
+    fork_of = _forked_by_command_line()
+    return {"fork_of": fork_of} if fork_of else {}
 
 
 def _request_session(line: Mapping[str, Any]) -> list[str]:
@@ -94,28 +100,41 @@ def _request_session(line: Mapping[str, Any]) -> list[str]:
     return [value] if line.get("type") == "assistant" and isinstance(value, str) and value else []
 
 
-def _forked_by_command_line(levels: int = 4) -> str | None:
-    """The ``--resume`` id of the ``claude --fork-session`` process this hook runs under (Linux), else ``None``."""
+def _forked_by_command_line(levels: int = 3) -> str | None:
+    """The ``--resume`` id of the ``claude --fork-session`` process this hook runs under (Linux), else ``None``.
+
+    Claude Code runs a hook command through ``/bin/sh -c``: the first process
+    up the chain that is not a shell is the agent, and the walk stops there.
+    """
     pid = os.getppid()
     for _ in range(levels):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 argv = [a.decode("utf-8", "replace") for a in handle.read(64 * 1024).split(b"\0")]
+        except OSError:
+            return None
+        if os.path.basename(argv[0]) not in _SHELLS:
+            break
+        try:
             with open(f"/proc/{pid}/status", "rb") as handle:
-                parent = next((int(x.split()[1]) for x in handle.read(8192).splitlines() if x.startswith(b"PPid:")), 0)
+                pid = next((int(x.split()[1]) for x in handle.read(8192).splitlines() if x.startswith(b"PPid:")), 0)
         except (OSError, ValueError):
             return None
-        if "--fork-session" in argv:
-            for index, arg in enumerate(argv):
-                if arg in ("--resume", "-r") and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
-                    return argv[index + 1]
-                if arg.startswith("--resume="):
-                    return arg.split("=", 1)[1] or None
+        if pid <= 1:
             return None
-        if parent <= 1:
-            return None
-        pid = parent
+    else:
+        return None
+    if "--fork-session" not in argv:
+        return None
+    for index, arg in enumerate(argv):
+        if arg in ("--resume", "-r") and index + 1 < len(argv) and not argv[index + 1].startswith("-"):
+            return argv[index + 1]
+        if arg.startswith("--resume="):
+            return arg.split("=", 1)[1] or None
     return None
+
+
+_SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "fish")
 
 
 ADAPTER = HostAdapter(
@@ -143,6 +162,7 @@ ADAPTER = HostAdapter(
     start_recorded_late=True,
     fork_parent=fork_parent,
     fork_recorded_late=True,
+    caller=caller,
     git_snapshot_off={"includeGitInstructions": False},
     git_snapshot_note="it also leaves out Claude Code's built-in commit and pull-request instructions",
     output_marker='"hook_additional_context"',

@@ -46,6 +46,8 @@ class HookInput:
     """SessionStart only: ``startup``, ``resume``, ``clear``, ``compact``, ``fork``."""
     transcript_path: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    caller: Mapping[str, str] = field(default_factory=dict)
+    """What the hook's own process learnt about the host process it runs under (:attr:`HostAdapter.caller`)."""
 
 
 @record(frozen=True)
@@ -163,6 +165,10 @@ class HostAdapter:
     """The host's version, read from its transcript when it says (``None``: unknown)."""
     settings: SettingsPlaces
     """Where its hook entries live."""
+    instruction_files: Callable[[Path], tuple[str, ...]] | None = None
+    """For a host whose own settings choose the instruction files it loads (Gemini CLI's and Qwen Code's
+    ``context.fileName``): the names it loads in the project at the path. ``native`` entries count only when
+    these name all their files. ``None``: ``native`` says it all."""
     events: Mapping[str, str] = field(default_factory=lambda: {"SessionStart": START, "UserPromptSubmit": PROMPT})
     """The host's event names nia installs and answers, each with its role (:data:`START`, :data:`PROMPT`)."""
     fresh: tuple[str, ...] = FRESH
@@ -176,6 +182,10 @@ class HostAdapter:
     transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
     ancestors: Callable[[str], tuple[str, ...]] = lambda path: ()
     """The transcripts a fork's transcript continues without copying them (oldest first)."""
+    caller: Callable[[], Mapping[str, str]] = lambda: {}
+    """Facts about the host process a hook runs under that its input leaves out (the session a fork copies,
+    from the host's command line). Called in the hook's own process and passed on with the input
+    (:attr:`HookInput.caller`), so the answer stays a function of its input wherever it is computed."""
     input_keys: InputKeys = field(default_factory=InputKeys)
     output: str = "hookSpecificOutput"
     """How the text is printed: ``hookSpecificOutput`` (``{"hookSpecificOutput": {"hookEventName": EVENT,
@@ -238,8 +248,8 @@ class HostAdapter:
         """:data:`START`, :data:`PROMPT`, or ``None`` for an event nia does not answer."""
         return self.events.get(event)
 
-    def parse(self, data: bytes | str) -> HookInput:
-        """The hook input from the host's stdin JSON; raises :class:`HostInputError` naming the problem."""
+    def parse(self, data: bytes | str, caller: Mapping[str, str] | None = None) -> HookInput:
+        """The hook input from the host's stdin JSON (and ``caller``); raises :class:`HostInputError` naming it."""
         try:
             raw = json.loads(data)
         except ValueError as exc:
@@ -268,6 +278,7 @@ class HostAdapter:
             if isinstance(transcript, str) and transcript and _clean_text(transcript)
             else None,
             raw=raw,
+            caller=dict(caller or {}),
         )
 
     def render(self, event: str, text: str) -> str:
@@ -282,13 +293,19 @@ class HostAdapter:
             payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False)
 
-    def native_keys(self, version: tuple[int, ...] | None) -> tuple[str, ...]:
-        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour)."""
+    def native_keys(self, version: tuple[int, ...] | None, root: Path | None = None) -> tuple[str, ...]:
+        """Source keys the host already delivers at ``version`` (unknown: the newest known behaviour) in the
+        project at ``root``: where the host's settings choose its files, only when they name every one."""
         chosen: NativeFiles | None = None
         for entry in self.native:
             if version is None or version >= entry.since:
                 chosen = entry
-        return chosen.source_keys if chosen is not None else ()
+        if chosen is None:
+            return ()
+        loads = self.instruction_files
+        if root is not None and loads is not None and not set(chosen.names) <= set(loads(root)):
+            return ()
+        return chosen.source_keys
 
 
 def _clean_text(value: str) -> bool:

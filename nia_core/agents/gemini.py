@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nia_core.agents.contract import PROMPT, HookFormat, HostAdapter, SettingsPlaces, escape_angles
+from nia_core.agents.contract import PROMPT, HookFormat, HostAdapter, NativeFiles, SettingsPlaces, escape_angles
 
 OPEN, CLOSE = "<hook_context>", "</hook_context>"
 
@@ -100,9 +100,9 @@ def trusted(hooks_path: Path, data: Mapping[str, Any], problems: list[str]) -> l
 
     Trust is ``GEMINI_CLI_TRUST_WORKSPACE=true`` or the user's decision in
     ``~/.gemini/trustedFolders.json`` (``GEMINI_CLI_TRUSTED_FOLDERS_PATH``
-    moves it; :mod:`nia_core.agents.folder_trust`).
+    moves it; :mod:`nia_core.agents.gemini_settings`).
     """
-    from nia_core.agents.folder_trust import is_trusted, record_file
+    from nia_core.agents.gemini_settings import is_trusted, record_file
     from nia_core.agents.hook_install import installed_events, user_file
 
     events = installed_events(ADAPTER, data)
@@ -114,13 +114,22 @@ def trusted(hooks_path: Path, data: Mapping[str, Any], problems: list[str]) -> l
     return events if is_trusted(record, hooks_path.parent.parent, problems) else []
 
 
+def instruction_files(root: Path) -> tuple[str, ...]:
+    """The context files Gemini CLI loads in the project at ``root``: ``context.fileName`` of the user's,
+    then the project's settings (:mod:`nia_core.agents.gemini_settings`), by default ``GEMINI.md``."""
+    from nia_core.agents.gemini_settings import context_files, settings_files
+
+    return context_files(settings_files(ADAPTER.settings, root), ("GEMINI.md",))
+
+
 ADAPTER = HostAdapter(
     name="gemini",
     title="Gemini CLI",
     output_limit=LIMIT,
     measure=tokens,
     unit="tokens",
-    native=(),
+    native=(NativeFiles(since=(0, 0, 0), names=("AGENTS.md",), source_keys=("nia/instructions",)),),
+    instruction_files=instruction_files,
     host_version=lambda path: None,
     settings=SettingsPlaces(
         project=(".gemini", "settings.json"),

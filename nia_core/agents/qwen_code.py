@@ -49,8 +49,8 @@ from nia_core.agents.transcript import version_field
 OPEN, CLOSE = "<qwen:user-prompt-submit-context>\n", "\n</qwen:user-prompt-submit-context>"
 
 LIMIT = 25_000
-"""Tokens (Qwen's estimate) nia prints at one prompt: a fifth of the smallest window Qwen assumes for a model
-(128k), so its text, re-sent with every later request, never fails a turn; the rest goes to the spill file."""
+"""Tokens (Qwen's estimate) nia prints at one prompt: an eighth of the 200,000 Qwen assumes for a model it does
+not know, so its text, re-sent with every later request, never fails a turn; the rest goes to the spill file."""
 
 
 def tokens(text: str) -> int:
@@ -100,9 +100,9 @@ def trusted(hooks_path: Path, data: Mapping[str, Any], problems: list[str]) -> l
     (``security.folderTrust.enabled`` in ``~/.qwen/settings.json``) and has not trusted the project.
 
     The decisions are in ``~/.qwen/trustedFolders.json`` (``QWEN_CODE_TRUSTED_FOLDERS_PATH``
-    moves it), in Gemini CLI's format (:mod:`nia_core.agents.folder_trust`).
+    moves it), in Gemini CLI's format (:mod:`nia_core.agents.gemini_settings`).
     """
-    from nia_core.agents.folder_trust import is_trusted, record_file
+    from nia_core.agents.gemini_settings import is_trusted, record_file
     from nia_core.agents.hook_install import installed_events, user_file
     from nia_core.agents.settings_file import SettingsError, parse_json_object
 
@@ -124,6 +124,14 @@ def trusted(hooks_path: Path, data: Mapping[str, Any], problems: list[str]) -> l
     return events if is_trusted(record, hooks_path.parent.parent, problems) else []
 
 
+def instruction_files(root: Path) -> tuple[str, ...]:
+    """The context files Qwen Code loads in the project at ``root``: ``context.fileName`` of the user's,
+    then the project's settings (:mod:`nia_core.agents.gemini_settings`), by default ``QWEN.md`` and ``AGENTS.md``."""
+    from nia_core.agents.gemini_settings import context_files, settings_files
+
+    return context_files(settings_files(ADAPTER.settings, root), ("QWEN.md", "AGENTS.md"))
+
+
 ADAPTER = HostAdapter(
     name="qwen-code",
     title="Qwen Code",
@@ -133,10 +141,11 @@ ADAPTER = HostAdapter(
     native=(
         NativeFiles(
             since=(0, 0, 0),
-            names=("QWEN.md", "AGENTS.md"),
+            names=("AGENTS.md",),
             source_keys=("nia/instructions",),
         ),
     ),
+    instruction_files=instruction_files,
     host_version=lambda path: version_field(path, "version"),
     settings=SettingsPlaces(
         project=(".qwen", "settings.json"),

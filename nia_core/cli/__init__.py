@@ -23,7 +23,7 @@ def main() -> None:
         if argv[1] in ADAPTERS:
             from nia_core.agents.answer import main as hook_main
 
-            sys.exit(hook_main(argv[1]))
+            hook_main(argv[1])
     from nia_core.cli.commands import main as click_main
 
     click_main()

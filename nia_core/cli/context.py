@@ -27,9 +27,6 @@ def context() -> None:
 @click.pass_context
 def show(ctx: click.Context, as_json: bool, location: str | None) -> None:
     """Print the baseline system context as it would be sent."""
-    from nia_core.process import exit_quickly
-
-    exit_quickly()  # it only reads: nothing to close at exit
     app = App.of(ctx)
     host, view = app.open(location)
     config_problem = host.config_problem(view.location)

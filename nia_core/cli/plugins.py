@@ -19,7 +19,7 @@ from nia_core.context import Location
 from nia_core.errors import NiaError, UsageError
 from nia_core.plugin_host import PluginError, PluginHost, PluginInfo, epcache, health, load_host, switches
 from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
-from nia_core.plugin_template import PluginNames, render
+from nia_core.plugin_template import PluginNames, nia_source, render
 from nia_core.project.paths import shown_path
 
 LOCATION_OPTION = location_option()
@@ -299,13 +299,15 @@ def new(name: str, directory: Path | None, namespace: str | None) -> None:
     """
     names = PluginNames.from_name(name, namespace)
     target = (directory or Path(name)).absolute()
-    render(target, names)
+    nia = nia_source()
+    render(target, names, nia=nia)
     click.echo(f"Created {names.name} in {target}")
     details: dict[str, Any] = {"module": names.module, "keys": f"{names.namespace}/..."}
     click.echo("  " + ", ".join(f"{key}: {value}" for key, value in details.items()))
+    click.echo(f"  nia for its own virtualenv: {nia} (NIA_SOURCE; see its README)")
     click.echo("Next:")
     click.echo(f"  cd {target}")
-    click.echo('  nia plugins install -e ".[test]"   # or: pip install -e ".[test]"')
+    click.echo('  nia plugins install -e ".[test]"   # into the Python nia runs in (README: a virtualenv of its own)')
     click.echo("  python -m pytest")
     click.echo("  nia context show                   # NOTES.md here, in the context through your plugin")
     click.echo("  nia dev                            # live reload while you edit")

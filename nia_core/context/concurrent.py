@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
+from nia_core.errors import message_of
+
 SLOW_AFTER = 0.02
 """Seconds a call may run before another worker is started beside it."""
 
@@ -28,6 +30,8 @@ class Outcome(NamedTuple):
     value: Any = None
     error: BaseException | None = None
     seconds: float = 0.0
+    message: str = ""
+    """``str(error)``, made on the worker under the call's timeout: an exception's ``__str__`` is plugin code."""
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -84,9 +88,9 @@ class _Round:
                     value = asyncio.run(_await(value))
             except BaseException as exc:  # noqa: BLE001 - reported to the caller, never raised
                 # On a worker thread even KeyboardInterrupt/SystemExit are the call's own, never the user's.
-                outcome = make(Outcome, ("error", None, exc, clock() - begun))
+                outcome = make(Outcome, ("error", None, exc, clock() - begun, message_of(exc)))
             else:
-                outcome = make(Outcome, ("ok", value, None, clock() - begun))
+                outcome = make(Outcome, ("ok", value, None, clock() - begun, ""))
             if claim(index, outcome) is outcome and next(finished) == count:
                 done.set()
 
@@ -100,7 +104,7 @@ class _Round:
             except TimeoutError:
                 self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
             except BaseException as exc:  # noqa: BLE001 - a worker thread's, never the user's
-                self.settle(index, Outcome("error", None, exc, time.monotonic() - started))
+                self.settle(index, Outcome("error", None, exc, time.monotonic() - started, message_of(exc)))
             else:
                 self.settle(index, Outcome("ok", value, None, time.monotonic() - started))
 
@@ -111,7 +115,7 @@ class _Round:
             asyncio.run(all_of_them())
         except BaseException as exc:  # noqa: BLE001 - the event loop itself failed
             for index in self.async_indexes:
-                self.settle(index, Outcome("error", None, exc))
+                self.settle(index, Outcome("error", None, exc, message=message_of(exc)))
 
     @staticmethod
     def start(target: Callable[[], None]) -> None:

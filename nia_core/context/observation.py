@@ -82,14 +82,14 @@ _PENDING = object()
 
 
 def _observation(key: str, timeout: float, outcome: Outcome) -> Observation:
-    status, value, error, seconds = outcome
+    status, value, error, seconds, _ = outcome
     if status == "ok" and value is not UNAVAILABLE:
         return Observation(key, value, "ok", "", seconds)
     if status == "timeout":
         log.debug("context source %s: loader took longer than %gs", key, timeout)
         return Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout)
     if status == "error":
-        text = " ".join(str(error).split())
+        text = " ".join(outcome.message.split())  # worded on the worker: the plugin's __str__ does not run here
         reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
         log.debug("context source %s: %s", key, reason)
         return Observation(key, UNAVAILABLE, "error", reason, seconds)

@@ -12,6 +12,7 @@ contribution order, so the rendered context is deterministic.
 from __future__ import annotations
 
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import field
 from typing import Any, Literal, NoReturn
@@ -21,7 +22,8 @@ from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
 from nia_core.context.location import Location
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
-from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError, message_of
+from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
+from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
 from nia_core.lazylog import lazy_logger
 from nia_core.records import record
 
@@ -249,8 +251,12 @@ class LocationContext:
             self._notify()
 
     def _notify(self) -> None:
+        """Tell each listener, as plugin code under a deadline: one that raises or hangs is a warning, no more."""
         for listener in list(self._listeners):
-            listener()
+            try:
+                call(listener, PLUGIN_TIMEOUT)
+            except (PluginRaised, Late) as exc:
+                log.warning("a change listener of %s (%s): %s", self.location.path, _named(listener), exc)
 
     def close(self) -> None:
         self.registry._closed(self)
@@ -278,7 +284,7 @@ class LocationContext:
                 problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
             elif outcome.status == "error":
                 exc = outcome.error
-                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {message_of(exc)}", exc)
+                problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {outcome.message}", exc)
             else:
                 accepted, problem = _check(contribution, outcome.value, owners)
                 if problem is None:
@@ -404,3 +410,11 @@ def _check(
             )
         seen.add(item.key)
     return items, None
+
+
+def _named(function: Callable[..., Any]) -> str:
+    """``module.qualname`` of a plain function or method (read as data), else its type's name."""
+    code = function.__func__ if type(function) is types.MethodType else function
+    if type(code) is not types.FunctionType:
+        return type(function).__name__
+    return f"{code.__module__}.{code.__qualname__}"

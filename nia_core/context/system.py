@@ -10,21 +10,21 @@ explicit baseline replacement used by compaction and model switches.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Literal
 
-from nia_core.context.codec import canonical_json
+from nia_core.context.codec import JsonCodec, canonical_json
 from nia_core.context.observation import Observation, max_source_bytes, observe, too_large
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
+from nia_core.deadline import PLUGIN_TIMEOUT, Late, Outcome, PluginRaised, call_each
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
 from nia_core.lazylog import lazy_logger
-from nia_core.process import is_user_interrupt
 from nia_core.records import record
-from nia_core.stdio import PLUGIN_CODE
 
 SEPARATOR = "\n\n"
 
@@ -248,6 +248,37 @@ def decode(source: ContextSource, stored: str) -> Any:
     return source.codec.decode(json.loads(stored))
 
 
+def _compare(source: ContextSource, stored: str, value: Any) -> tuple[str, Any]:
+    """``("changed", previous)`` or ``("same", None)`` for a value whose JSON differs from the stored one,
+    or ``(why, None)`` when the stored value can no longer be decoded (worded where it ran)."""
+    try:
+        previous = decode(source, stored)
+    except Exception as exc:  # noqa: BLE001 - any decode failure means replace
+        return f"{type(exc).__name__}: {message_of(exc)}", None
+    if same_value(previous, value):  # as the reference: a new encoding of an equal value is no change
+        return "same", None
+    return "changed", previous
+
+
+def _comparisons(differ: Sequence[tuple[ContextSource, Any, str, str]]) -> list[tuple[str, Any]]:
+    """:func:`_compare` of each ``(source, value, encoded, stored)``: here for plain JSON values, as plugin
+    code under :data:`CODEC_TIMEOUT` for the rest (their codec decodes, their ``__eq__`` compares)."""
+    results: list[tuple[str, Any] | None] = [
+        _compare(source, stored, value) if _nia_code_only(source, value) else None
+        for source, value, _, stored in differ
+    ]
+    waiting = [index for index, result in enumerate(results) if result is None]
+    calls = [functools.partial(_compare, differ[i][0], differ[i][3], differ[i][1]) for i in waiting]
+    for index, outcome in zip(waiting, call_each(calls, CODEC_TIMEOUT), strict=True):
+        if outcome.error is None:
+            results[index] = outcome.value
+        elif isinstance(outcome.error, Late):
+            results[index] = (f"decoding or comparing did not finish in {outcome.error.seconds:g} s", None)
+        else:
+            results[index] = (outcome.error.text, None)
+    return [result for result in results if result is not None]
+
+
 def same_value(stored: Any, current: Any) -> bool:
     """Whether the decoded stored value equals the current one (``==``, but ``True`` is not ``1``).
 
@@ -268,6 +299,7 @@ def same_value(stored: Any, current: Any) -> bool:
 
 
 def _render(source: ContextSource, renderer: str, *args: Any) -> str:
+    """One renderer call and the checks of its text; run as plugin code (see :class:`_Rendering`)."""
     fn: Callable[..., Any] | None
     if renderer == "baseline":
         fn = source.baseline
@@ -277,16 +309,13 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
         fn = source.removal
     assert fn is not None
     try:
-        with PLUGIN_CODE:  # a renderer's prints go to stderr, never into nia's output
-            text = fn(*args)
-    except Exception as exc:
-        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}") from exc
+        text = fn(*args)  # on a worker: its prints go to stderr, never into nia's output
     except BaseException as exc:  # SystemExit, a plugin's own KeyboardInterrupt...: a failure like any other
-        if is_user_interrupt(exc):
-            raise
         raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}") from exc
-    if not isinstance(text, str):
-        raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
+    if type(text) is not str:  # a str subclass's methods are the plugin's code
+        if not isinstance(text, str):
+            raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
+        text = str.__str__(text)
     if not text.strip():
         raise RenderError(source.key, renderer, "returned empty text")
     if not text.isascii() and not _utf8(text):
@@ -303,28 +332,64 @@ def _utf8(text: str) -> bool:
     return True
 
 
+RENDER_TIMEOUT = PLUGIN_TIMEOUT
+"""Seconds one renderer call may take."""
+
+Wanted = tuple[ContextSource, str, tuple[Any, ...]]
+"""A renderer call: the source, which renderer (``baseline``, ``update``, ``removal``), its arguments."""
+
+
 class _Rendering:
-    """The renderer calls of one round; with a handler, a failing source is set aside, not raised."""
+    """The renderer calls of one round; with a handler, a failing source is set aside, not raised.
+
+    Renderers are plugin code: the calls of a round run in turn on a worker
+    thread, each under :data:`RENDER_TIMEOUT` (:func:`nia_core.deadline.call_each`);
+    one that loops is abandoned and fails like one that raises.
+    """
 
     def __init__(self, ctx: SystemContext) -> None:
         self.handler = ctx.on_render_error
         self.failed: dict[str, str] = {}
 
-    def text(self, source: ContextSource, renderer: str, *args: Any) -> str | None:
-        try:
-            return _render(source, renderer, *args)
-        except RenderError as exc:
-            if self.handler is None:
-                raise
-            self.failed[source.key] = exc.reason
-            self.handler(exc)
-            return None
+    def run(self, wanted: Sequence[Wanted]) -> list[Outcome]:
+        return call_each([functools.partial(_render, s, r, *args) for s, r, args in wanted], RENDER_TIMEOUT)
 
-    def entry(self, source: ContextSource, value: Any, encoded: str) -> SnapshotEntry | None:
-        if not source.removable:
-            return SnapshotEntry(encoded, None)
-        removal = self.text(source, "removal", value)
-        return None if removal is None else SnapshotEntry(encoded, removal)
+    def text(self, source: ContextSource, renderer: str, outcome: Outcome) -> str | None:
+        """The text one call rendered; a failure goes to the handler (the source is set aside), or is raised."""
+        if outcome.error is None:
+            return outcome.value  # type: ignore[no-any-return]
+        error = _render_error(source, renderer, outcome.error)
+        if self.handler is None:
+            raise error
+        self.failed[source.key] = error.reason
+        self.handler(error)
+        return None
+
+    def entries(
+        self, wanted: Sequence[tuple[ContextSource, Any, str, str, tuple[Any, ...]]]
+    ) -> list[tuple[ContextSource, str, SnapshotEntry]]:
+        """For each ``(source, value, encoded, renderer, args)``: its text and snapshot entry (with its
+        removal text), or nothing when a renderer failed; in order."""
+        calls: list[Wanted] = []
+        for source, value, _, renderer, args in wanted:
+            calls.append((source, renderer, args))
+            if source.removable:
+                calls.append((source, "removal", (value,)))
+        outcomes = iter(self.run(calls))
+        done = []
+        for source, _, encoded, renderer, _ in wanted:
+            text = self.text(source, renderer, next(outcomes))
+            removal = next(outcomes) if source.removable else None
+            if text is None:
+                continue  # its removal text is not asked for: the source is set aside already
+            entry = SnapshotEntry(encoded, None)
+            if removal is not None:
+                removal_text = self.text(source, "removal", removal)
+                if removal_text is None:
+                    continue
+                entry = SnapshotEntry(encoded, removal_text)
+            done.append((source, text, entry))
+        return done
 
     def observations(self, observed: Sequence[Observation]) -> tuple[Observation, ...]:
         """The round's observations, a set-aside source shown as an error with its reason."""
@@ -334,15 +399,86 @@ class _Rendering:
         )
 
 
+def _render_error(source: ContextSource, renderer: str, error: PluginRaised | Late) -> RenderError:
+    if isinstance(error, Late):
+        return RenderError(source.key, renderer, f"did not finish in {error.seconds:g} s")
+    if isinstance(error.original, RenderError):
+        return error.original
+    return RenderError(source.key, renderer, f"raised {error.text}")
+
+
+CODEC_TIMEOUT = PLUGIN_TIMEOUT
+"""Seconds encoding, decoding or comparing one value may take when that runs a plugin's code."""
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON data of the exact built-in types: encoding and comparing it runs no
+    plugin code (a ``str`` or ``dict`` subclass may override what ``json`` and ``==`` call)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return True
+    if depth > 64:
+        return False
+    if kind is list or kind is tuple:
+        return all(_plain(item, depth + 1) for item in value)
+    if kind is dict:
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
+    return False
+
+
+def _nia_code_only(source: ContextSource, value: Any) -> bool:
+    """Whether encoding, decoding and comparing the source's value is nia's own code: its JSON codec
+    over plain data. Anything else (a codec of the plugin's, a value of its own types) is plugin code."""
+    return type(source.codec) is JsonCodec and _plain(value)
+
+
+def _encode_or_reason(source: ContextSource, value: Any) -> tuple[str | None, str]:
+    """``(json, "")``, or ``(None, why)`` when the codec cannot encode the value (worded where it ran)."""
+    try:
+        return encode(source, value), ""
+    except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable
+        return None, f"codec could not encode the value: {message_of(exc)}"
+
+
+def _encodings(
+    pending: Sequence[tuple[ContextSource, Any]],
+) -> list[tuple[str | None, str]]:
+    """:func:`_encode_or_reason` of each ``(source, value)``, as plugin code under :data:`CODEC_TIMEOUT`."""
+    results = []
+    for outcome in call_each([functools.partial(_encode_or_reason, s, v) for s, v in pending], CODEC_TIMEOUT):
+        if outcome.error is None:
+            results.append(outcome.value)
+        elif isinstance(outcome.error, Late):
+            results.append((None, f"codec did not finish in {outcome.error.seconds:g} s"))
+        else:
+            results.append((None, f"codec could not encode the value: {outcome.error.text}"))
+    return results
+
+
 def _encode_observations(
     ctx: SystemContext, observations: Sequence[Observation]
 ) -> tuple[list[tuple[ContextSource, Any, str]], list[str], list[Observation]]:
-    """Split into ``(source, value, json)`` for available sources and keys unavailable."""
+    """Split into ``(source, value, json)`` for available sources and keys unavailable.
+
+    A value encoded before (the very same object) costs an identity check; a
+    plain value is encoded here; any other runs under a deadline, all of a
+    round together (see :func:`_nia_code_only`).
+    """
     available: list[tuple[ContextSource, Any, str]] = []
     unavailable: list[str] = []
     final: list[Observation] = []
     default = max_source_bytes()
-    for source, obs in zip(ctx.sources, observations, strict=True):
+    pending = [
+        (index, source, obs.value)
+        for index, (source, obs) in enumerate(zip(ctx.sources, observations, strict=True))
+        if obs.status == "ok"
+        and not ((memo := source._encoded) is not None and memo[0] is obs.value)  # type: ignore[attr-defined]
+        and not _nia_code_only(source, obs.value)
+    ]
+    encoded_by_worker = dict(
+        zip((index for index, _, _ in pending), _encodings([(s, v) for _, s, v in pending]), strict=True)
+    )
+    for index, (source, obs) in enumerate(zip(ctx.sources, observations, strict=True)):
         if obs.status == "ok":
             limit = source.value_limit(default)
             memo = source._encoded  # type: ignore[attr-defined]
@@ -351,10 +487,10 @@ def _encode_observations(
                 available.append((source, obs.value, memo[1]))
                 final.append(obs)
                 continue
-            try:
-                encoded = encode(source, obs.value)
-            except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable
-                obs = Observation(source.key, obs.value, "error", f"codec could not encode the value: {exc}")
+            done = encoded_by_worker.get(index)
+            encoded, reason = _encode_or_reason(source, obs.value) if done is None else done
+            if encoded is None:
+                obs = Observation(source.key, obs.value, "error", reason)
                 unavailable.append(source.key)
             else:
                 oversized = too_large(obs, encoded, limit)
@@ -383,13 +519,10 @@ def _generation(rendering: _Rendering, available: Sequence[tuple[ContextSource, 
     keys: list[str] = []
     texts: list[str] = []
     entries: dict[str, SnapshotEntry] = {}
-    for source, value, encoded in available:
-        text = rendering.text(source, "baseline", value)
-        entry = rendering.entry(source, value, encoded) if text is not None else None
-        if text is not None and entry is not None:
-            keys.append(source.key)
-            texts.append(text)
-            entries[source.key] = entry
+    for source, text, entry in rendering.entries([(s, v, e, "baseline", (v,)) for s, v, e in available]):
+        keys.append(source.key)
+        texts.append(text)
+        entries[source.key] = entry
     spans, start, step = [], 0, len(SEPARATOR)
     for key, text in zip(keys, texts, strict=True):
         spans.append((key, start, start + len(text)))
@@ -452,6 +585,7 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
     # First pass: decide whether the baseline must be replaced, before any update renderer runs.
     changed: list[tuple[ContextSource, Any, Any, str]] = []
     added: list[tuple[ContextSource, Any, str]] = []
+    differ: list[tuple[ContextSource, Any, str, str]] = []
     stored = snapshot.entries  # the plain dict: this loop runs once per source per boundary
     for source, value, encoded in available:
         entry = stored.get(source.key)
@@ -462,13 +596,13 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
         elif entry.value == encoded:  # equal text is equal value: the common case costs one string compare
             _adopt(source, value, entry.value)
         else:
-            try:
-                previous = decode(source, entry.value)
-            except Exception as exc:  # noqa: BLE001 - any decode failure means replace
-                reason = f"stored value of {source.key} can no longer be decoded ({type(exc).__name__}: {exc})"
-                return _replacement(ctx, available, unavailable, snapshot, reason, observed)
-            if not same_value(previous, value):  # as the reference: a new encoding of an equal value is no change
-                changed.append((source, previous, value, encoded))
+            differ.append((source, value, encoded, entry.value))
+    for (source, value, encoded, _), (verdict, previous) in zip(differ, _comparisons(differ), strict=True):
+        if verdict == "changed":
+            changed.append((source, previous, value, encoded))
+        elif verdict != "same":
+            reason = f"stored value of {source.key} can no longer be decoded ({verdict})"
+            return _replacement(ctx, available, unavailable, snapshot, reason, observed)
     held = {key for key in stored if key not in present and ctx.holds(key)} if ctx.withheld else set()
     gone = sorted(key for key in stored if key not in present and key not in held)
     for key in gone:
@@ -483,18 +617,13 @@ def reconcile(ctx: SystemContext, snapshot: Snapshot, *, timeout: float = LOADER
     rendering = _Rendering(ctx)
     entries = {key: entry for key, entry in snapshot.items() if key in present or key in held}
     updates: dict[str, Change] = {}
-    for source, previous, value, encoded in changed:
-        text = rendering.text(source, "update", previous, value)
-        entry = rendering.entry(source, value, encoded) if text is not None else None
-        if text is not None and entry is not None:
-            updates[source.key] = Change(source.key, "updated", text)
-            entries[source.key] = entry
-    for source, value, encoded in added:
-        text = rendering.text(source, "baseline", value)
-        entry = rendering.entry(source, value, encoded) if text is not None else None
-        if text is not None and entry is not None:
-            updates[source.key] = Change(source.key, "added", text)
-            entries[source.key] = entry
+    wanted: list[tuple[ContextSource, Any, str, str, tuple[Any, ...]]] = [
+        (source, value, encoded, "update", (previous, value)) for source, previous, value, encoded in changed
+    ]
+    wanted += [(source, value, encoded, "baseline", (value,)) for source, value, encoded in added]
+    for source, text, entry in rendering.entries(wanted):
+        updates[source.key] = Change(source.key, "updated" if source.key in stored else "added", text)
+        entries[source.key] = entry
     observations = rendering.observations(observed)
     if not updates and not gone:
         return Unchanged(observations)

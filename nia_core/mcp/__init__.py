@@ -8,11 +8,12 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 
 from __future__ import annotations
 
-MISSING_SDK = "nia mcp needs the MCP SDK, the 'mcp' extra: pip install 'nia-context[mcp]'"
+from nia_core.about import extra_install
 
 
 def missing_sdk(exc: ImportError) -> str:
     """One line for a server that cannot import the SDK or one of its dependencies (not installed, or broken)."""
+    needs = f"nia mcp needs the MCP SDK, the 'mcp' extra: {extra_install('mcp')}"
     if exc.name:
-        return f"{MISSING_SDK} (no module named {exc.name!r})"
-    return f"{MISSING_SDK} ({exc})"
+        return f"{needs} (no module named {exc.name!r})"
+    return f"{needs} ({exc})"

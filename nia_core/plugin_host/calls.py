@@ -8,8 +8,11 @@ it. What pluggy calls is not the plugin's function itself but a guard made by
 :mod:`nia_core.plugin_host.implementations`). Inside a :class:`HookCall`, the
 guard runs the plugin's function and keeps what it answered or raised for
 that call, so one plugin that raises never stops the others and is named in
-the report. Outside one (a test calling ``pm.hook.NAME(...)`` itself), the
-guard is the plugin's function: pluggy's semantics, exceptions included.
+the report. A call made on the command's thread runs each implementation
+as plugin code under a deadline (:mod:`nia_core.deadline`): one that loops is
+abandoned and reported like one that raises. Outside a :class:`HookCall` (a
+test calling ``pm.hook.NAME(...)`` itself), the guard is the plugin's
+function: pluggy's semantics, exceptions included.
 """
 
 from __future__ import annotations
@@ -19,11 +22,10 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from nia_core.errors import one_line
+from nia_core.deadline import Late, PluginRaised, call, worded
 from nia_core.plugin_host.implementations import MARKER
 from nia_core.plugin_host.plugin import HookProblem
 from nia_core.process import is_user_interrupt
-from nia_core.stdio import PLUGIN_CODE
 
 
 class PerPlugin:
@@ -44,9 +46,12 @@ class HookCall:
     ``skip(plugin)`` says which plugins are left out of it (the broken ones),
     ``only`` keeps one plugin, and ``every`` makes each guard answer ``None``
     to pluggy, so a ``firstresult`` hook asks every implementation (a check).
+    ``seconds`` is each implementation's deadline; ``None`` runs it on the
+    caller's thread, for a caller that is already plugin code under a
+    deadline of its own (a registry producer).
     """
 
-    __slots__ = ("_token", "answers", "every", "hook", "only", "problems", "skip")
+    __slots__ = ("_token", "answers", "every", "hook", "only", "problems", "seconds", "skip")
 
     def __init__(
         self,
@@ -55,8 +60,10 @@ class HookCall:
         skip: Callable[[str], bool] | None = None,
         only: str | None = None,
         every: bool = False,
+        seconds: float | None = None,
     ) -> None:
         self.hook = hook
+        self.seconds = seconds
         self.skip = skip
         self.only = only
         self.every = every
@@ -78,14 +85,24 @@ class HookCall:
         args = tuple(arg.value_for(plugin) if type(arg) is PerPlugin else arg for arg in args)
         if kwargs:
             kwargs = {k: v.value_for(plugin) if type(v) is PerPlugin else v for k, v in kwargs.items()}
-        try:
-            with PLUGIN_CODE:  # its prints go to stderr
-                result = function(*args, **kwargs)
-        except BaseException as exc:
-            if is_user_interrupt(exc):
-                raise
-            self.problems.append(HookProblem(plugin, self.hook, f"raised {one_line(exc, where=False)}", exc))
-            return None
+        if self.seconds is None:
+            try:
+                result = function(*args, **kwargs)  # on a worker: its prints go to stderr
+            except BaseException as exc:
+                if is_user_interrupt(exc):
+                    raise
+                text = worded(exc)
+                self.problems.append(HookProblem(plugin, self.hook, f"raised {text}", exc, text))
+                return None
+        else:
+            try:
+                result = call(functools.partial(function, *args, **kwargs), self.seconds)
+            except PluginRaised as exc:  # worded on the worker: the plugin's __str__ does not run here
+                self.problems.append(HookProblem(plugin, self.hook, f"raised {exc.text}", exc.original, exc.text))
+                return None
+            except Late as exc:
+                self.problems.append(HookProblem(plugin, self.hook, str(exc)))
+                return None
         self.answers.append((plugin, result))
         return None if self.every else result
 

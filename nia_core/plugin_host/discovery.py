@@ -25,6 +25,7 @@ from nia_core.plugin_host.implementations import marker_opts, static_names
 from nia_core.plugin_host.importing import ImportAhead, ImportDeadline, PluginRaised, import_plugin
 from nia_core.plugin_host.manager import PluginError, PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
+from nia_core.process import note_plugin_module
 from nia_core.project.paths import shown_path
 from nia_core.records import record
 
@@ -173,6 +174,8 @@ def register_imported(
     for nia's own built-ins and objects already imported.
     """
     started = time.monotonic()
+    if info.module:
+        note_plugin_module(info.module, info.name)
     try:
         plugin = import_plugin(load, host.import_timeout) if deadline else load()
     except ImportDeadline as exc:

@@ -12,12 +12,13 @@ providers are checked by :func:`nia_core.providers.lookup.check_plugin_providers
 
 from __future__ import annotations
 
+import functools
+
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
 from nia_core.context.observation import max_source_bytes, too_large
-from nia_core.errors import one_line
+from nia_core.deadline import Late, call_each
+from nia_core.errors import message_of, one_line
 from nia_core.plugin_host.manager import PluginHost
-from nia_core.process import is_user_interrupt
-from nia_core.stdio import PLUGIN_CODE
 
 
 def check(host: PluginHost, location: Location) -> Assembly:
@@ -30,11 +31,20 @@ def check(host: PluginHost, location: Location) -> Assembly:
         assembly = host.assemble(view)
         observations = observe(assembly.context.sources, host.timeout)
         host.report_observations(assembly, observations)
+        checks = []
         for source, obs in zip(assembly.context.sources, observations, strict=True):
             info = host.plugins.get(assembly.owners.get(source.key, ""))
             if info is None or not obs.available or info.error:
                 continue
-            problem = _encode_problem(source, obs.value) or _render_problem(source.baseline, obs.value)
+            checks.append((info, source, functools.partial(_value_problem, source, obs.value)))
+        outcomes = call_each([check for _, _, check in checks], host.timeout)  # codecs, renderers: plugin code
+        for (info, source, _), outcome in zip(checks, outcomes, strict=True):
+            if isinstance(outcome.error, Late):
+                problem = f"encoding or rendering its value {outcome.error}"
+            elif outcome.error is not None:
+                problem = f"checking its value raised {outcome.error.text}"
+            else:
+                problem = outcome.value
             if problem:
                 host._mark_broken(info.name, f"context source {source.key!r}: {problem}")
         _check_commands(host)
@@ -44,12 +54,16 @@ def check(host: PluginHost, location: Location) -> Assembly:
     return assembly
 
 
+def _value_problem(source: ContextSource, value: object) -> str | None:
+    """What a session would find wrong with the source's value: its encoding, then its baseline text."""
+    return _encode_problem(source, value) or _render_problem(source.baseline, value)
+
+
 def _encode_problem(source: ContextSource, value: object) -> str | None:
     try:
-        with PLUGIN_CODE:
-            encoded = canonical_json(source.codec.encode(value))
+        encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
-        return f"codec could not encode the value: {exc}"
+        return f"codec could not encode the value: {message_of(exc)}"
     oversized = too_large(Observation(source.key, value, "ok"), encoded, source.value_limit(max_source_bytes()))
     return oversized.reason if oversized is not None else None
 
@@ -78,14 +92,12 @@ def _check_summarize(host: PluginHost) -> None:
 
 def _render_problem(render: object, value: object) -> str | None:
     try:
-        with PLUGIN_CODE:
-            text = render(value)  # type: ignore[operator]
-    except BaseException as exc:
-        if is_user_interrupt(exc):
-            raise
+        text = render(value)  # type: ignore[operator]
+    except BaseException as exc:  # noqa: BLE001 - run on a worker: never the user's Ctrl-C
         return f"baseline renderer raised {one_line(exc, where=False)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
+    text = str.__str__(text)  # a str subclass's own methods are the plugin's code
     if not text.strip():
         return "baseline renderer returned empty text"
     try:

@@ -124,7 +124,33 @@ def import_local(name: str, path: Path) -> Any:
     fullname = FINDER.add(name, path)
     drop_modules(name)
     importlib.invalidate_caches()
-    return importlib.import_module(fullname)
+    spec = FINDER.find_spec(fullname)
+    if spec is None:
+        raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+    return exec_fresh(spec)
+
+
+def exec_fresh(spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+    """A new module object for ``spec``, executed: the importlib docs' recipe for importing a file directly.
+
+    Not ``import_module``: that waits for the module's import lock, and an
+    earlier import of the same plugin that ran past its deadline still holds
+    it (a thread cannot be stopped), so the fixed version saved under
+    ``nia dev`` would wait for it forever.
+    """
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except BaseException:
+        if sys.modules.get(spec.name) is module:
+            del sys.modules[spec.name]
+        raise
+    module = sys.modules.get(spec.name, module)  # a module may put something else in its place, as import allows
+    parent, _, child = spec.name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], child, module)
+    return module
 
 
 def drop_modules(name: str) -> list[str]:

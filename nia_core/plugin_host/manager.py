@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pluggy
@@ -19,7 +19,7 @@ import pluggy
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
-from nia_core.errors import NiaError, RenderError, one_line, raised_at
+from nia_core.errors import NiaError, RenderError, raised_at
 from nia_core.lazylog import lazy_logger
 from nia_core.plugin_host.calls import HookCall, PerPlugin, guarded
 from nia_core.plugin_host.implementations import HookNamespace, Implementation, implementations
@@ -54,6 +54,10 @@ def _one_line_validation(exc: Exception) -> str:
     return " ".join(lines)
 
 
+HOOK_TIMEOUTS: Mapping[str, float] = {"nia_summarize": 30.0}
+"""Seconds a hook implementation may take where the host's timeout (2 s by default) is too short:
+a summarizer may ask a model."""
+
 WRAPPABLE_HOOKS: frozenset[str] = frozenset()
 """Hooks on which ``@hookimpl(wrapper=True)`` / ``hookwrapper=True`` works. None: nia calls each
 implementation of every hook on its own (so one plugin's failure stays its own), which leaves a
@@ -78,7 +82,12 @@ class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
     def __init__(
-        self, *, strict: bool = False, timeout: float = LOADER_TIMEOUT, import_timeout: float | None = None
+        self,
+        *,
+        strict: bool = False,
+        timeout: float = LOADER_TIMEOUT,
+        import_timeout: float | None = None,
+        hook_timeouts: Mapping[str, float] | None = None,
     ) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
@@ -86,6 +95,8 @@ class PluginHost:
         self.strict = strict
         self.timeout = timeout
         self.import_timeout = import_deadline() if import_timeout is None else import_timeout
+        self.hook_timeouts = dict(HOOK_TIMEOUTS if hook_timeouts is None else hook_timeouts)
+        """Seconds per hook implementation, by hook, where :attr:`timeout` does not apply."""
         """Seconds a plugin's import may take (``NIA_IMPORT_TIMEOUT``); see :mod:`nia_core.plugin_host.importing`."""
         self.plugins: dict[str, PluginInfo] = {}
         self.left_out: list[str] = []
@@ -144,7 +155,7 @@ class PluginHost:
             namespace = HookNamespace({impl.attribute: guarded(name, impl.function, impl.opts) for impl in found})
             self._callers.clear()
             try:
-                with HookCall("nia_location_opened") as replay:
+                with HookCall("nia_location_opened", seconds=self.hook_timeout("nia_location_opened")) as replay:
                     self.pm.register(namespace, name=name)
             except pluggy.PluginValidationError as exc:
                 if self.pm.has_plugin(name):  # a pluggy that validates as it goes leaves a part registered
@@ -153,9 +164,10 @@ class PluginHost:
                 return self.record(info)
             if replay.problems:
                 self.pm.unregister(name=name)
-                error = replay.problems[0].error
-                info.error = f"nia_location_opened raised {one_line(error) if error else replay.problems[0].problem}"
-                info.raised_at = raised_at(error) if error is not None else None
+                problem = replay.problems[0]
+                info.raised_at = raised_at(problem.error) if problem.error is not None else None
+                at = f" ({info.raised_at[0]}:{info.raised_at[1]})" if info.raised_at else ""
+                info.error = f"{problem.message}{at}"
                 return self.record(info)
             self._objects[name] = plugin
             self._implementations[name] = found
@@ -376,8 +388,13 @@ class PluginHost:
 
     def _producer(self, name: str) -> Any:
         def produce(location: Location) -> Any:
-            answers, problems = self.call_each(
-                "nia_context_sources", {"location": location}, location=location, plugin=name, skip_broken=False
+            answers, problems = self.call_each(  # on the registry's worker, under its timeout
+                "nia_context_sources",
+                {"location": location},
+                location=location,
+                plugin=name,
+                skip_broken=False,
+                bounded=True,
             )
             if problems and problems[0].error is not None:
                 raise problems[0].error  # the registry records it against this plugin's sources
@@ -401,6 +418,7 @@ class PluginHost:
         skip_broken: bool = True,
         every: bool = False,
         plugin: str | None = None,
+        bounded: bool = False,
     ) -> tuple[list[tuple[str, Any]], list[HookProblem]]:
         """Call ``hook`` through pluggy, every implementation on its own (see :mod:`nia_core.plugin_host.calls`).
 
@@ -416,7 +434,10 @@ class PluginHost:
         problem means (broken plugin, strict error). Plugins already broken
         are skipped unless ``skip_broken`` is false; ``every`` asks a
         ``firstresult`` hook's every implementation (a check); ``plugin``
-        calls only that plugin's implementation. A historic hook
+        calls only that plugin's implementation. Each implementation runs as
+        plugin code under :meth:`hook_timeout` (past it, it is a problem like
+        one that raised), unless the caller is ``bounded`` by a deadline of its
+        own (a registry producer, on a worker). A historic hook
         (``nia_location_opened``) is called with ``call_historic``: pluggy
         keeps the call and replays it into plugins registered later.
         """
@@ -426,7 +447,8 @@ class PluginHost:
             at = location
             kwargs["config"] = PerPlugin(lambda name: self.plugin_config(name, at) if at is not None else {})
         skip = self._is_broken if skip_broken else None
-        with HookCall(hook, skip=skip, only=plugin, every=every) as call:
+        seconds = None if bounded else self.hook_timeout(hook)
+        with HookCall(hook, skip=skip, only=plugin, every=every, seconds=seconds) as call:
             if plugin is not None:
                 self._caller_of(hook, plugin)(**kwargs)
             elif caller.is_historic():
@@ -434,6 +456,10 @@ class PluginHost:
             else:
                 caller(**kwargs)
         return call.answers, call.problems
+
+    def hook_timeout(self, hook: str) -> float:
+        """Seconds one implementation of ``hook`` may take: the host's timeout, or :data:`HOOK_TIMEOUTS`'."""
+        return self.hook_timeouts.get(hook, self.timeout)
 
     def _is_broken(self, name: str) -> bool:
         info = self.plugins.get(name)

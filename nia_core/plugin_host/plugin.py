@@ -52,6 +52,8 @@ class HookProblem:
     """What it did, without the plugin's name: ``raised RuntimeError: boom``."""
     error: BaseException | None = field(default=None, compare=False, repr=False)
     """The exception it raised, when it raised: for callers that report where (reload) or pass it on (producers)."""
+    worded: str = field(default="", compare=False, repr=False)
+    """``Type: message`` of :attr:`error`, made where it was raised: its ``__str__`` is the plugin's code."""
 
     @property
     def message(self) -> str:

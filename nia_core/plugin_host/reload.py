@@ -649,7 +649,8 @@ class DevSession:
         _, problems = self.host.call_each(
             "nia_context_sources", {"location": self.location}, location=self.location, plugin=name, skip_broken=False
         )
-        return next((problem.error for problem in problems if problem.error is not None), None)
+        found = next((problem for problem in problems if problem.error is not None), None)
+        return None if found is None or found.error is None else PluginRaised(found.error, found.worded)
 
     def _hook_definition(self, name: str) -> tuple[str | None, int | None]:
         for impl in self.host.implementations(name):

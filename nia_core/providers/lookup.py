@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nia_core.deadline import Late, PluginRaised, call
 from nia_core.errors import NiaError, UsageError
 from nia_core.model import Provider, split_model
 from nia_core.project.paths import shown_path
@@ -100,14 +101,14 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
     found: list[tuple[str, str]] = []
     if host is not None:
         owners: dict[str, str] = {}
-        for provider, plugin in _plugin_providers(host, location, found):
-            if provider.name in builtin.BUILTIN:
-                found.append((plugin, f"provider name {provider.name!r} is taken by a built-in provider"))
-            elif provider.name in owners:
-                found.append((plugin, f"provider name {provider.name!r} is taken by plugin {owners[provider.name]!r}"))
+        for name, provider, plugin in _plugin_providers(host, location, found):
+            if name in builtin.BUILTIN:
+                found.append((plugin, f"provider name {name!r} is taken by a built-in provider"))
+            elif name in owners:
+                found.append((plugin, f"provider name {name!r} is taken by plugin {owners[name]!r}"))
             else:
-                owners[provider.name] = plugin
-                factories[provider.name] = functools.partial(_same, provider)
+                owners[name] = plugin
+                factories[name] = functools.partial(_same, provider)
         for plugin, text in found:  # so `nia plugins list` shows the plugin as broken, with the reason
             info = host.plugins.get(plugin)
             if info is not None and info.error is None:
@@ -162,29 +163,47 @@ def _same(provider: Provider) -> Provider:
 
 def _plugin_providers(
     host: PluginHost, location: Location, problems: list[tuple[str, str]]
-) -> list[tuple[Provider, str]]:
-    """Each plugin's providers; ``problems`` gets ``(plugin, what it did)`` for each one left out."""
-    found: list[tuple[Provider, str]] = []
+) -> list[tuple[str, Provider, str]]:
+    """``(name, provider, plugin)`` for each plugin's provider; ``problems`` gets ``(plugin, what it did)`` for
+    each one left out."""
+    found: list[tuple[str, Provider, str]] = []
     answers, raised = host.call_each("nia_providers", {"location": location}, location=location, skip_broken=False)
     problems.extend((problem.plugin, problem.message) for problem in raised)  # one plugin must not break every session
     by_plugin: dict[str, list[Any]] = {}
     for name, answer in answers:
         by_plugin.setdefault(name, []).append(answer)
-    in_load_order = [(name, answer) for name in host.load_order(by_plugin) for answer in by_plugin[name]]
-    for plugin, result in in_load_order:  # a provider name two plugins use stays with the one loaded first
-        if result is None:
-            continue
-        if not isinstance(result, list | tuple):
-            problems.append((plugin, f"nia_providers returned {type(result).__name__}, not a list"))
-            continue
-        for provider in result:
-            if not isinstance(provider, Provider) or not isinstance(getattr(provider, "name", None), str):
-                problems.append(
-                    (plugin, f"nia_providers returned a {type(provider).__name__}, not a provider (name, lower, send)")
-                )
+    seconds = host.hook_timeout("nia_providers")
+    for plugin in host.load_order(by_plugin):  # a provider name two plugins use stays with the one loaded first
+        for result in by_plugin[plugin]:
+            try:  # isinstance() against the protocol and .name run the provider's own code
+                checked, said = call(functools.partial(_checked, result), seconds)
+            except Late as exc:
+                problems.append((plugin, f"nia_providers' providers could not be checked: they {exc}"))
                 continue
-            if not NAME.fullmatch(provider.name):
-                problems.append((plugin, f"provider name {provider.name!r} must be lowercase letters, digits and '-'"))
+            except PluginRaised as exc:
+                problems.append((plugin, f"nia_providers' providers could not be checked: {exc.text}"))
                 continue
-            found.append((provider, plugin))
+            found.extend((name, provider, plugin) for name, provider in checked)
+            problems.extend((plugin, text) for text in said)
     return found
+
+
+def _checked(result: Any) -> tuple[list[tuple[str, Provider]], list[str]]:
+    """``(name, provider)`` of each provider in one ``nia_providers`` answer, and what is wrong with the rest."""
+    if result is None:
+        return [], []
+    if not isinstance(result, list | tuple):
+        return [], [f"nia_providers returned {type(result).__name__}, not a list"]
+    checked: list[tuple[str, Provider]] = []
+    said: list[str] = []
+    for provider in result:
+        name = getattr(provider, "name", None)
+        if not isinstance(provider, Provider) or not isinstance(name, str):
+            said.append(f"nia_providers returned a {type(provider).__name__}, not a provider (name, lower, send)")
+            continue
+        name = str.__str__(name)  # a str subclass's own methods would run the plugin's code again
+        if not NAME.fullmatch(name):
+            said.append(f"provider name {name!r} must be lowercase letters, digits and '-'")
+            continue
+        checked.append((name, provider))
+    return checked, said

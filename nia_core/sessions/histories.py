@@ -55,6 +55,11 @@ class Prefix(Sequence[T]):
     def __len__(self) -> int:
         return self._length
 
+    @property
+    def backing(self) -> list[T]:
+        """The list this is a prefix of (appended to, never changed otherwise): what a reader may keep work by."""
+        return self._items
+
     @overload
     def __getitem__(self, index: int) -> T: ...
 

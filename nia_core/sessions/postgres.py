@@ -75,6 +75,7 @@ from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
+    after_prefix,
     baseline_from_texts,
     compaction_json,
     content_id,
@@ -431,8 +432,16 @@ class PostgresStore(Transactions, Store):
         return self._run(session_id, "read the session", lambda tx: self._session_row(tx, session_id), write=False)
 
     def resolve(self, prefix: str) -> str:
+        # A range of the ids' index in byte order (sessions_by_id, schema 5): a few rows however many there are.
+        upper = after_prefix(prefix)
+        below = "" if upper is None else ' AND id COLLATE "C" < %s'
+
         def work(tx: _Tx) -> list[str]:
-            rows = tx.all("SELECT id FROM sessions WHERE starts_with(id, %s) ORDER BY id LIMIT 6", (prefix,))
+            rows = tx.all(
+                f'SELECT id FROM sessions WHERE id COLLATE "C" >= %s{below} AND starts_with(id, %s)'
+                ' ORDER BY id COLLATE "C" LIMIT 6',
+                (prefix, *([upper] if upper is not None else []), prefix),
+            )
             return [str(row[0]) for row in rows]
 
         return pick_session(prefix, self._run(None, "look up the session", work, write=False), self.url)

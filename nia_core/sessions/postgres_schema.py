@@ -383,6 +383,14 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             $$""",
         ),
     ),
+    (
+        5,
+        (
+            # Naming a session by a prefix of its id reads a range of this index (the primary key's own
+            # follows the database's collation, in which the ids a prefix names need not be adjacent).
+            'CREATE INDEX sessions_by_id ON sessions (id COLLATE "C")',
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""

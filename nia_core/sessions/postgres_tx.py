@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from nia_core.about import DISTRIBUTION
+from nia_core.about import extra_install
 from nia_core.sessions.store_errors import DatabaseFull, DatabaseLocked, StoreError, UnsupportedDatabase, not_utf8
 
 if TYPE_CHECKING:
@@ -35,8 +35,7 @@ def _psycopg() -> Any:
         import psycopg_pool  # noqa: F401 - checked here so the error names the missing extra
     except ImportError:
         raise UnsupportedDatabase(
-            "NIA_DB is a PostgreSQL URL but psycopg is not installed;"
-            f" install it with: pip install '{DISTRIBUTION}[postgres]'"
+            f"NIA_DB is a PostgreSQL URL but psycopg is not installed; install it with: {extra_install('postgres')}"
         ) from None
     return psycopg
 

@@ -20,18 +20,63 @@ moved up to follow the tool calls they answer (``nia db check`` reports both).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, islice
 
 from nia_core.model import Message, ModelRequest
+from nia_core.records import record
+from nia_core.sessions.histories import Prefix
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
 
 
 def project(session: SessionRecord, epoch: int | None, history: Iterable[Message]) -> list[Message]:
-    """The messages of ``history`` the model sees in epoch ``epoch``, in order."""
-    summary: list[Message] = []
+    """The messages of ``history`` the model sees in epoch ``epoch``, in order.
+
+    A history a store hands out as a :class:`~nia_core.sessions.histories.Prefix`
+    of its append-only log is projected from where the last projection of that
+    log could no longer change (its last reply): a turn projects what is new.
+    """
+    key = (session.summary_seq, session.history_from, epoch)
+    if not isinstance(history, Prefix):
+        return _project(session, epoch, history, 0, [], [])[0]
+    log, length = history.backing, len(history)
+    with _MEMO_LOCK:
+        known = _MEMO.get(id(log))
+        if known is not None and (known.log is not log or known.key != key or known.consumed > length):
+            known = None
+        start, summary, done = (known.consumed, known.summary, known.done) if known is not None else (0, [], [])
+    summary = list(summary)
+    projected, stable, found = _project(session, epoch, islice(log, start, length), start, summary, done)
+    if stable > start:  # the part before the last reply can no longer change: keep its projection
+        kept = done + _results_after_calls(found)
+        before = [m for m in summary if (m.seq or 0) < (log[stable].seq or 0)]
+        with _MEMO_LOCK:
+            _MEMO[id(log)] = _Projected(log, key, stable, before, kept)
+            _MEMO.move_to_end(id(log))
+            while len(_MEMO) > _MEMO_SIZE:
+                _MEMO.popitem(last=False)
+    return projected
+
+
+def _project(
+    session: SessionRecord,
+    epoch: int | None,
+    history: Iterable[Message],
+    start: int,
+    summary: list[Message],
+    done: list[Message],
+) -> tuple[list[Message], int, list[Message]]:
+    """Project ``history`` (its items numbered from ``start``) after ``done``, the projection before it.
+
+    Also says where the last reply of what was projected stands (the items
+    before it can no longer change how they project) and the kept messages
+    before it, whose projection is final. ``summary`` gains the summary found.
+    """
     rest: list[Message] = []
-    for message in history:
+    at: list[int] = []
+    for index, message in enumerate(history, start):
         seq = message.seq if message.seq is not None else 0
         if message.kind == "summary":
             if seq == session.summary_seq:
@@ -42,12 +87,33 @@ def project(session: SessionRecord, epoch: int | None, history: Iterable[Message
         if message.kind == "system_update" and message.epoch != epoch:
             continue
         if message.refused:
-            rest = _reset_turn(rest)
+            rest, at = _reset_turn(rest, at)
             continue
         if message.kind == "user" and not message.text.strip():
             continue
         rest.append(message)
-    return summary + _results_after_calls(rest)
+        at.append(index)
+    last_reply = next((i for i in range(len(rest) - 1, 0, -1) if rest[i].kind == "assistant"), 0)
+    stable = at[last_reply] if last_reply else start
+    return summary + done + _results_after_calls(rest), stable, rest[:last_reply]
+
+
+@record
+class _Projected:
+    """What the last projection of a store's log found final (see :func:`project`)."""
+
+    log: list[Message]
+    """Kept so that its ``id`` names it for as long as this is remembered."""
+    key: tuple[int | None, int, int | None]
+    consumed: int
+    """Items of ``log`` projected for good."""
+    summary: list[Message]
+    done: list[Message]
+
+
+_MEMO: OrderedDict[int, _Projected] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_SIZE = 16
 
 
 def _results_after_calls(messages: list[Message]) -> list[Message]:
@@ -106,16 +172,18 @@ def misplaced_input(history: Sequence[Message]) -> list[str]:
     return found
 
 
-def _reset_turn(projected: list[Message]) -> list[Message]:
+def _reset_turn(projected: list[Message], at: list[int]) -> tuple[list[Message], list[int]]:
     """Leave out the user input of the turn a refusal answered (Anthropic requires the reset).
 
     Tool results stay, since their calls must be answered; system updates stay,
-    since the epoch's snapshot says the model was told.
+    since the epoch's snapshot says the model was told. ``at``: where each
+    message is in the history, kept in step.
     """
     start = len(projected)
     while start > 0 and projected[start - 1].kind != "assistant":
         start -= 1
-    return projected[:start] + [m for m in projected[start:] if m.kind != "user"]
+    kept = [i for i in range(start, len(projected)) if projected[i].kind != "user"]
+    return projected[:start] + [projected[i] for i in kept], at[:start] + [at[i] for i in kept]
 
 
 def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[Message]) -> ModelRequest:

@@ -434,6 +434,20 @@ def epoch_from_row(session_id: str, row: Sequence[Any]) -> tuple[EpochRecord, An
     return epoch_record(session_id, **values), segments
 
 
+def after_prefix(prefix: str) -> str | None:
+    """The least text above every text that starts with ``prefix`` (``None``: there is none), in code point order.
+
+    Code point order is UTF-8 byte order, so an index over the ids (SQLite's,
+    PostgreSQL's ``COLLATE "C"`` one) finds every id a prefix names with
+    ``prefix <= id < after_prefix(prefix)``, without reading the others.
+    """
+    for index in range(len(prefix) - 1, -1, -1):
+        code = ord(prefix[index]) + 1
+        if code <= 0x10FFFF:
+            return prefix[:index] + chr(0xE000 if 0xD800 <= code <= 0xDFFF else code)
+    return None
+
+
 def pick_session(prefix: str, ids: Sequence[str], where: str) -> str:
     """The one session ``prefix`` names among ``ids`` (up to 6 ids starting with it, sorted), else a clear error."""
     if prefix in ids:

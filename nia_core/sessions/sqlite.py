@@ -29,6 +29,7 @@ from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
+    after_prefix,
     baseline_from_texts,
     compaction_json,
     content_id,
@@ -174,6 +175,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
             "CREATE INDEX messages_replies ON messages (session_id, seq) WHERE kind = 'assistant'",
         ),
     ),
+    # 5: PostgreSQL's index of session ids in byte order (for naming a session by a prefix of its id);
+    # SQLite's primary key already is one.
+    (5, ()),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 """The newest schema this nia knows; a database at a higher version is refused."""
@@ -522,9 +526,13 @@ class SQLiteStore(Store):
             return self._session_row(conn, session_id)
 
     def resolve(self, prefix: str) -> str:
+        # A range of the primary key's index, so naming a session reads a few rows however many there are.
+        upper = after_prefix(prefix)
+        below = "" if upper is None else " AND id < ?"
         with self._read(None, "look up the session") as conn:
             rows = conn.execute(
-                "SELECT id FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 6", (len(prefix), prefix)
+                f"SELECT id FROM sessions WHERE id >= ?{below} AND substr(id, 1, ?) = ? ORDER BY id LIMIT 6",
+                (prefix, *([upper] if upper is not None else []), len(prefix), prefix),
             ).fetchall()
         return pick_session(prefix, [str(row[0]) for row in rows], str(self.path))
 

@@ -184,7 +184,7 @@ def test_status_reads_copilots_trusted_folders(project):  # noqa: F811
     config.parent.mkdir(parents=True, exist_ok=True)
     # As Copilot writes it: two comment lines on top; a folder above the project trusts it too.
     config.write_text(
-        f'// User settings belong in settings.json.\n// This file is managed automatically.\n'
+        f"// User settings belong in settings.json.\n// This file is managed automatically.\n"
         f'{{\n  "trustedFolders": [\n    "{project.parent}"\n  ]\n}}\n'
     )
     status = json.loads(invoke("hook", "status", "--json", cwd=project))

@@ -91,3 +91,38 @@ def test_a_planted_fork_record_in_a_tool_result_is_no_parent(project, tmp_path):
     fork.transcript.write_text(line(planted) + line(hook_record("claude-code", "something else")))
     baseline, _ = fork.hook("SessionStart", "fork")
     assert baseline is not None and baseline.startswith("Environment:")  # no parent: a baseline of its own
+
+
+def test_a_claude_code_fork_is_continued_from_the_command_line_that_forked_it(project, tmp_path):  # noqa: F811
+    """``claude -p --resume ID --fork-session``: the hook runs under that process (through ``sh -c``) before any
+    transcript exists; the hook's own process reads the parent from those arguments."""
+    import os
+    import subprocess
+    import sys
+
+    parent = Host("claude-code", project, "parent-2")
+    assert parent.hook("SessionStart", "startup")[0] is not None
+    (project / "rule.txt").write_text("two\n")
+    payload = {
+        "session_id": "fork-2",
+        "cwd": str(project),
+        "hook_event_name": "SessionStart",
+        "source": "fork",
+        "transcript_path": str(tmp_path / "not-written-yet.jsonl"),
+    }
+    agent = (  # stands for the claude process: its arguments name the session it forks
+        "import subprocess, sys\n"
+        "done = subprocess.run(['/bin/sh', '-c', sys.argv[1]], input=sys.stdin.buffer.read(), capture_output=True)\n"
+        "sys.stdout.buffer.write(done.stdout)\n"
+    )
+    nia = f"{sys.executable} -c 'from nia_core.cli import main; main()' hook claude-code"
+    done = subprocess.run(
+        [sys.executable, "-c", agent, nia, "-p", "x", "--resume", "parent-2", "--fork-session"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        cwd=project,
+        env={**os.environ, "NIA_HOOK_DEADLINE": "60"},
+        timeout=60,
+    )
+    answer = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert answer == "ACME-RULE changed: two (was one)"  # the delta, not a second baseline

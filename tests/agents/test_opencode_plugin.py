@@ -26,7 +26,8 @@ DRIVER = """
 const mod = await import(process.argv[2])
 const exported = Object.keys(mod)
 const plugin = await mod[exported[0]]({ directory: process.argv[3] })
-const output = { message: {}, parts: [{ id: "prt_0001", sessionID: "ses_1", messageID: "msg_1", type: "text", text: "hi" }] }
+const prompt = { id: "prt_0001", sessionID: "ses_1", messageID: "msg_1", type: "text", text: "hi" }
+const output = { message: {}, parts: [prompt] }
 const started = Date.now()
 await plugin["chat.message"]({ sessionID: "ses_1", agent: "build" }, output)
 console.log(JSON.stringify({ exported, parts: output.parts, ms: Date.now() - started }))
@@ -66,7 +67,7 @@ def test_nias_text_becomes_a_marked_part_after_the_prompt(tmp_path, project):  #
     nia = str(Path(sys.executable).parent / "nia")
     result = run_plugin(tmp_path, nia, project, deadline="60")
     assert result["exported"] == ["NiaContext"]  # OpenCode calls every export as a plugin
-    first, added = result["parts"]
+    _prompt, added = result["parts"]
     assert added["id"] == "prt_0001nia" and added["messageID"] == "msg_1" and added["sessionID"] == "ses_1"
     assert added["synthetic"] is True and added["metadata"] == {"nia": True}
     assert added["text"].startswith("Environment:") and "ACME-RULE: one" in added["text"]
@@ -77,7 +78,7 @@ def test_nias_text_becomes_a_marked_part_after_the_prompt(tmp_path, project):  #
     [
         "exit 1",  # nia failed
         "echo 'not json'",
-        'echo \'{"additionalContext": 42}\'',
+        "echo '{\"additionalContext\": 42}'",
         'echo \'{"additionalContext": "x"}\'; exit 3',
         "head -c 20000000 /dev/zero | tr '\\0' x",  # more than the plugin reads
     ],

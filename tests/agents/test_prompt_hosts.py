@@ -88,12 +88,38 @@ def test_the_first_prompt_gets_the_baseline_then_only_deltas(name, project, tmp_
     ]
 
 
-@pytest.mark.parametrize("name", HOSTS)
-def test_the_agents_md_rule_follows_what_each_host_loads(name, project, tmp_path):  # noqa: F811
+@pytest.mark.parametrize(
+    ("name", "settings", "scope", "nia_says_it"),
+    [
+        ("gemini", None, "", True),  # Gemini CLI loads GEMINI.md, not AGENTS.md: nia says it there
+        ("gemini", ["AGENTS.md", "GEMINI.md"], "user", False),  # unless its settings name AGENTS.md
+        ("gemini", "AGENTS.md", "project", False),
+        ("qwen-code", None, "", False),  # Qwen Code loads QWEN.md and AGENTS.md itself
+        ("qwen-code", "QWEN.md", "project", True),  # unless its settings leave AGENTS.md out
+        ("qwen-code", ["QWEN.md"], "user", True),
+    ],
+)
+def test_the_agents_md_rule_follows_what_each_host_loads(
+    name,
+    settings,
+    scope,
+    nia_says_it,
+    project,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("GEMINI_CLI_HOME", "QWEN_HOME"):
+        monkeypatch.delenv(variable, raising=False)
+    folder = {"gemini": ".gemini", "qwen-code": ".qwen"}[name]
+    if settings is not None:
+        where = (home if scope == "user" else project) / folder / "settings.json"
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(json.dumps({"context": {"fileName": settings}}))
     baseline = PromptHost(name, project, tmp_path / "session.jsonl").prompt()
     assert baseline is not None
-    # Gemini CLI loads GEMINI.md, not AGENTS.md: nia says it there. Qwen Code loads AGENTS.md itself.
-    assert ("AGENTS-SAYS: use tabs." in baseline) == (name == "gemini")
+    assert ("AGENTS-SAYS: use tabs." in baseline) == nia_says_it
 
 
 @pytest.mark.parametrize("name", HOSTS)
@@ -258,3 +284,38 @@ def test_status_says_qwen_needs_trust_only_when_folder_trust_is_on(project, tmp_
     result = run("hook", "status", "--json", cwd=project)
     (mine,) = [s for s in json.loads(result.output) if s["host"] == "qwen-code" and s["scope"] == "project"]
     assert mine["trusted_events"] == ([] if enabled else ["UserPromptSubmit"])
+
+
+@pytest.mark.parametrize("name", HOSTS)
+def test_a_prompt_imports_only_the_hooks_path(name, project, tmp_path):  # noqa: F811
+    """Reading the host's settings for its context files and its session file costs no installer imports."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.agents.test_hook_imports import BARE, LOGGING, NEVER, PROBE
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    probe = folder / "nia_probe.py"
+    probe.write_text(PROBE.replace('"claude-code"', repr(name)))
+    past = time.time() - 3600  # settled: the entry-point cache trusts the folder's mtime
+    os.utime(folder, (past, past))
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(line(hook_record(name, "earlier")))
+    payload = {"session_id": "imports", "cwd": str(project), "hook_event_name": EVENTS[name], "prompt": "go on"}
+    payload["transcript_path"] = str(transcript)
+
+    def modules() -> set[str]:
+        done = subprocess.run(
+            [sys.executable, str(probe)], input=json.dumps(payload), capture_output=True, text=True, cwd=project
+        )
+        assert done.returncode == 0, done.stderr
+        return set(done.stderr.rsplit("MODULES ", 1)[1].split())
+
+    bare = set(subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True).stdout.split())
+    first = modules()  # the baseline: the session is new
+    assert f"nia_core.agents.{name.replace('-', '_')}" in first
+    unchanged = modules()
+    assert (unchanged & (NEVER | LOGGING)) - bare == set()

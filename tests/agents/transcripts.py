@@ -3,8 +3,9 @@
 tests/real_agents checks these shapes against Claude Code 2.1.328, Codex
 0.169.0, Gemini CLI 0.61.0, Qwen Code 0.24.4, GitHub Copilot CLI 1.0.102 and
 OpenCode 1.18.33 (whose conversation is rows of a SQLite database:
-:class:`OpenCodeStore`); the tests here write them to play a host's transcript. Gemini CLI and Qwen Code escape ``<`` and ``>`` in
-a hook's text before they record it.
+:class:`OpenCodeStore`); the tests here write them to play a host's
+transcript. Gemini CLI and Qwen Code escape ``<`` and ``>`` in a hook's text
+before they record it.
 """
 
 from __future__ import annotations
@@ -165,8 +166,13 @@ def copilot_compaction(success: bool = True) -> dict[str, Any]:
     """GitHub Copilot CLI's compaction record (``/compact``, or automatic)."""
     return {
         "type": "session.compaction_complete",
-        "data": {"success": success, "outcome": "applied" if success else "failed", "messagesRemoved": 3,
-                 "summaryContent": "SUMMARY", "trigger": "manual"},
+        "data": {
+            "success": success,
+            "outcome": "applied" if success else "failed",
+            "messagesRemoved": 3,
+            "summaryContent": "SUMMARY",
+            "trigger": "manual",
+        },
         "id": "1e0b5ed4-d2a7-4be7-8a0c-c6cbc6a5d5f4",
         "timestamp": "2026-12-01T22:25:45.900Z",
         "parentId": "91c6705d-746b-45e2-a4cd-591f98e06a4c",
@@ -177,8 +183,12 @@ def copilot_tool_result(text: str) -> dict[str, Any]:
     """A tool's result in Copilot's event log (the repository controls what a tool reads)."""
     return {
         "type": "tool.execution_complete",
-        "data": {"toolCallId": "call_1", "success": True, "result": {"content": text},
-                 "toolTelemetry": {"type": "session.compaction_complete", "data": {"success": True}}},
+        "data": {
+            "toolCallId": "call_1",
+            "success": True,
+            "result": {"content": text},
+            "toolTelemetry": {"type": "session.compaction_complete", "data": {"success": True}},
+        },
         "id": "5c7b0f0e-34a4-4b0e-9d43-7a5f0f1f6d61",
         "timestamp": "2026-12-01T22:25:47.000Z",
     }
@@ -235,16 +245,28 @@ class OpenCodeStore:
             if mark:
                 part["metadata"] = {"nia": True}
             parts.append((first + "nia", part))
-        user = {"role": "user", "time": {"created": self.clock}, "agent": "build",
-                "model": {"providerID": "fake", "modelID": "fake-model"}, "summary": {"diffs": []}}
+        user = {
+            "role": "user",
+            "time": {"created": self.clock},
+            "agent": "build",
+            "model": {"providerID": "fake", "modelID": "fake-model"},
+            "summary": {"diffs": []},
+        }
         message_id = self.message(user, parts)
         self.reply(message_id)
         return message_id
 
     def reply(self, parent: str, *, summary: bool = False, text: str = "PONG") -> str:
-        data = {"parentID": parent, "role": "assistant", "mode": "compaction" if summary else "build",
-                "agent": "compaction" if summary else "build", "modelID": "fake-model", "providerID": "fake",
-                "time": {"created": self.clock, "completed": self.clock + 5}, "finish": "stop"}
+        data = {
+            "parentID": parent,
+            "role": "assistant",
+            "mode": "compaction" if summary else "build",
+            "agent": "compaction" if summary else "build",
+            "modelID": "fake-model",
+            "providerID": "fake",
+            "time": {"created": self.clock, "completed": self.clock + 5},
+            "finish": "stop",
+        }
         if summary:
             data["summary"] = True
         return self.message(data, [(self._id("prt"), {"type": "text", "text": text})])
@@ -252,8 +274,12 @@ class OpenCodeStore:
     def tool_result(self, text: str) -> None:
         """An assistant message whose tool read ``text`` (the repository controls it)."""
         data = {"role": "assistant", "agent": "build", "time": {"created": self.clock}, "finish": "tool-calls"}
-        part = {"type": "tool", "tool": "read", "callID": "c1",
-                "state": {"status": "completed", "output": text, "metadata": {"nia": True}}}
+        part = {
+            "type": "tool",
+            "tool": "read",
+            "callID": "c1",
+            "state": {"status": "completed", "output": text, "metadata": {"nia": True}},
+        }
         self.message(data, [(self._id("prt"), part)])
 
     def compaction(self, tail: str | None = None, *, finished: bool = True) -> None:
@@ -261,8 +287,13 @@ class OpenCodeStore:
         part: dict[str, Any] = {"type": "compaction", "auto": True, "overflow": False}
         if tail is not None:
             part["tail_start_id"] = tail
-        user = {"role": "user", "agent": "build", "time": {"created": self.clock},
-                "model": {"providerID": "fake", "modelID": "fake-model"}, "summary": {"diffs": []}}
+        user = {
+            "role": "user",
+            "agent": "build",
+            "time": {"created": self.clock},
+            "model": {"providerID": "fake", "modelID": "fake-model"},
+            "summary": {"diffs": []},
+        }
         message_id = self.message(user, [(self._id("prt"), part)])
         if finished:
             self.reply(message_id, summary=True, text="SUMMARY")

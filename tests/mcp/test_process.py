@@ -81,7 +81,7 @@ def test_without_the_mcp_extra_the_server_says_which_extra_to_install(tmp_path):
         )
         assert done.returncode == 2, done.stderr
         lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and "pip install 'nia-context[mcp]'" in lines[0], done.stderr
+        assert len(lines) == 1 and "the 'mcp' extra: pip install 'mcp<3,>=2.3'" in lines[0], done.stderr
         assert "Traceback" not in done.stderr and "unexpected" not in done.stderr
 
 

@@ -79,3 +79,43 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     assert added == {"installed": ["nia-notes-0.1.0"], "plugins_added": ["nia-notes"]}
     gone = json.loads(sh(nia, "plugins", "uninstall", "--yes", "--json", "nia-notes", cwd=tmp_path, env=env))
     assert gone == {"uninstalled": ["nia-notes-0.1.0"], "plugins_removed": ["nia-notes"]}
+
+
+def _commands(readme: str, section: str) -> list[str]:
+    """The commands of the first ``bash`` block under the README heading ``section``, comments dropped."""
+    after = readme.split(f"## {section}\n", 1)[1]
+    block = after.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_a_generated_plugins_own_commands_work_where_the_package_index_has_no_nia(tmp_path):
+    """nia-context is not on the index: the README's commands take nia from where ``nia plugin new``'s nia came from."""
+    source = tmp_path / "nia-src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPOSITORY / name, source / name)
+    for name in ("nia_core", "nia_plugins", "plugin-template"):
+        shutil.copytree(REPOSITORY / name, source / name, symlinks=True, ignore=JUNK)
+    python = child_venv(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PIP_REQUIRE_VIRTUALENV", "NIA_SOURCE")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    sh(python, "-m", "pip", "install", "-q", "setuptools>=70.1", cwd=tmp_path, env=env)
+    build = {**env, "PIP_NO_BUILD_ISOLATION": "0"}
+    sh(python, "-m", "pip", "install", "-q", "--no-deps", source, cwd=tmp_path, env=build)
+    plugin = tmp_path / "nia-notes"
+    nia = tmp_path / "venv" / "bin" / "nia"
+    created = sh(nia, "plugin", "new", "nia-notes", "--dir", plugin, cwd=tmp_path, env=env)
+    assert f"nia for its own virtualenv: {source}" in created
+
+    readme = (plugin / "README.md").read_text()
+    develop = [c for c in _commands(readme, "Develop it with live reload") if not c.startswith(("cd ", "nia dev"))]
+    assert develop[1] == f'pip install "${{NIA_SOURCE:-{source}}}"', develop
+    script = " && ".join([*develop, *_commands(readme, "Test it"), "nia plugins list --json"])
+    done = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, cwd=plugin, env=env, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "4 passed" in done.stdout
+    listed = json.loads(done.stdout[done.stdout.rindex("\n[") + 1 :])
+    assert [p["name"] for p in listed] == ["nia-notes"]

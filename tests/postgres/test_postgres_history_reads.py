@@ -108,3 +108,29 @@ def test_a_database_of_schema_3_is_migrated_and_a_runner_of_that_nia_keeps_worki
         history = [h.message.text.split("\n")[0] for h in store.history("old1")]
         assert history[:3] == ["edited", "an old answer", "again"]
         assert session_problems(store, "old1") == []
+
+
+def test_a_database_of_schema_4_is_migrated_and_a_prefix_reads_the_ids_index(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version (version) VALUES (4)")
+        for version, statements in MIGRATIONS:
+            if version <= 4:
+                for statement in statements:
+                    conn.execute(statement)  # type: ignore[arg-type]
+        conn.execute(
+            "INSERT INTO sessions (id, location, model, created)"
+            " SELECT md5(n::text), '/p', 'echo/echo', 'then' FROM generate_series(1, 5000) n"
+        )
+    with open_store(pg_url) as store:
+        assert sql(pg_url, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+        [(named,)] = sql(pg_url, "SELECT md5('4321')")
+        assert store.resolve(str(named)[:7]) == named
+        sql(pg_url, "ANALYZE sessions")
+        plan = sql(
+            pg_url,
+            'EXPLAIN SELECT id FROM sessions WHERE id COLLATE "C" >= %s AND id COLLATE "C" < %s'
+            ' AND starts_with(id, %s) ORDER BY id COLLATE "C" LIMIT 6',
+            ("abc", "abd", "abc"),
+        )
+        assert "sessions_by_id" in " ".join(str(row[0]) for row in plan)

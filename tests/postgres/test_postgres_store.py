@@ -113,7 +113,7 @@ def test_a_missing_psycopg_is_named_with_the_extra_to_install(tmp_path: Path) ->
     assert failed.returncode == 2
     assert failed.stderr.strip() == (
         "Error: NIA_DB is a PostgreSQL URL but psycopg is not installed;"
-        " install it with: pip install 'nia-context[postgres]'"
+        " install it with: pip install 'psycopg[binary,pool]>=3.2'"
     )
     # nia itself works without it: the SQLite store needs nothing else.
     ok = nia("db", "migrate", NIA_DB=str(tmp_path / "nia.db"))

@@ -207,3 +207,13 @@ def test_trust_is_the_users_and_status_says_whether_gemini_gives_it(project, age
     assert "folder trusted" in status.stdout
     turn(untrusted, "first")
     assert "ACME-RULE: one" in hook_parts(turns(server)[-1])[0]
+
+
+def test_agents_md_is_left_to_gemini_when_its_settings_load_it(gemini, project, server):
+    gemini.settings = {"context": {"fileName": ["AGENTS.md", "GEMINI.md"]}}  # Gemini's documented way to load it
+    turn(gemini, "first")
+    first = turns(server)[-1]
+    sent = request_text(first)
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Gemini's own copy, in its first user turn
+    (told,) = hook_parts(first)
+    assert "AGENTS-SAYS" not in told and "ACME-RULE: one" in told

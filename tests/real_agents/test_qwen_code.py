@@ -177,3 +177,13 @@ def test_another_hook_of_the_same_event_does_not_hide_nias_text(qwen, project, s
     assert [outcome for _, outcome, _ in log_of(project, sid)] == ["initialized", "unchanged", "updated"]
     sent = request_text(turns(server)[-1])
     assert sent.count("ACME-RULE: one") == 1 and sent.count("ACME-RULE changed: two (was one)") == 1
+
+
+def test_agents_md_is_nias_when_qwens_settings_leave_it_out(qwen, project, server):
+    qwen.settings = {"context": {"fileName": "QWEN.md"}}
+    turn(qwen, "first")
+    first = turns(server)[-1]
+    sent = request_text(first)
+    assert sent.count("AGENTS-SAYS: use tabs.") == 1 and sent.count("QWEN-SAYS: be brief.") == 1
+    (told,) = hook_parts(first)
+    assert "AGENTS-SAYS: use tabs." in told  # Qwen does not load it now: nia's baseline says it

@@ -1,0 +1,277 @@
+"""How each cost grows with its own work: sources, context files, sessions in one database.
+
+    python bench/bench_growth.py [--only sources,files,sessions] [--max-files 100000] [--max-sessions 100000]
+
+Each row measures one cost at work sizes a decade apart and prints, between
+each pair of sizes, its growth exponent: the slope of log(cost) over
+log(work). 1.0 is linear (ten times the work, ten times the cost), 0 is flat;
+above about 1.15 a cost grows faster than its work, and
+``docs/performance.md`` says what was done about it. Medians of repeats; the
+machine's load is printed before and after.
+
+- **sources** (10 → 10,000): a System Context of N sources (a ``Constant``
+  value each, as a plugin's fixed text is): rendering the first baseline
+  (``initialize``) and an unchanged boundary (``reconcile``), in one process.
+- **files** (100 → 100,000): a project whose ``project.toml`` names N/100
+  ``directory`` entries of 100 files (the most one entry takes), ~200 bytes
+  each, through the real plugin host (``Runtime``): the first boundary of a
+  session (read, render, store) and an unchanged one.
+- **sessions** (1,000 → 100,000): an SQLite database of N sessions (each an
+  epoch and two messages: rows copied with SQL from one real session, with
+  creation times spread over the last N minutes), through the CLI in-process:
+  ``nia session list``, ``nia session prune`` of the oldest 1% (``--yes``), and
+  one ``nia session send`` to a session named by an id prefix.
+
+Messages in a session are ``bench/bench_turns.py``; plugins installed,
+``bench/bench_startup.py``; concurrent runners, ``bench/bench_boundaries.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import math
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nia_core import ContextSource, SystemContext
+from nia_core.context import initialize, reconcile
+from nia_core.context.source import Constant
+from nia_core.runtime import Runtime
+from nia_core.sessions import Store, open_store
+
+Row = tuple[str, list[int], list[float]]
+"""``(what, work sizes, median ms at each)``."""
+
+
+def timed(action: Callable[[], object], repeats: int) -> float:
+    """Median milliseconds of ``action`` over ``repeats`` runs."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - started) * 1000)
+    return statistics.median(samples)
+
+
+def decades(low: int, high: int) -> list[int]:
+    sizes, size = [], low
+    while size <= high:
+        sizes.append(size)
+        size *= 10
+    return sizes
+
+
+# -- sources --------------------------------------------------------------------------
+
+
+def sources_rows(repeats: int) -> list[Row]:
+    sizes = decades(10, 10_000)
+    first, unchanged = [], []
+    for count in sizes:
+        ctx = SystemContext(
+            [
+                ContextSource(
+                    f"bench/s{index:05d}",
+                    load=Constant(f"value {index} " + "x" * 40),
+                    baseline=lambda value: f"The value is {value}.",
+                )
+                for index in range(count)
+            ]
+        )
+        generation = initialize(ctx)
+        first.append(timed(lambda ctx=ctx: initialize(ctx), max(3, repeats // 2)))
+        unchanged.append(timed(lambda ctx=ctx, snap=generation.snapshot: reconcile(ctx, snap), repeats))
+    return [
+        ("sources: first baseline (initialize)", sizes, first),
+        ("sources: unchanged boundary (reconcile)", sizes, unchanged),
+    ]
+
+
+# -- context files ----------------------------------------------------------------------
+
+
+def make_files_project(root: Path, count: int) -> None:
+    (root / ".nia").mkdir(parents=True)
+    entries = []
+    for folder in range(max(1, count // 100)):
+        place = root / "docs" / f"d{folder:04d}"
+        place.mkdir(parents=True)
+        for index in range(min(100, count)):
+            (place / f"f{index:03d}.md").write_text(f"# {folder}-{index}\n" + "Words about the project. " * 7 + "\n")
+        entries.append(f'[[project.context]]\ntype = "directory"\npath = "docs/d{folder:04d}/"\n')
+    (root / ".nia" / "project.toml").write_text('[project]\nname = "growth"\n\n' + "\n".join(entries))
+
+
+class Echo:
+    """The provider lookup ``Runtime.turn`` takes: the echo provider for any model."""
+
+    def __init__(self) -> None:
+        from nia_core.providers.echo import EchoProvider
+
+        self.echo = EchoProvider()
+
+    def check(self, model: str) -> str:
+        return model
+
+    def __call__(self, model: str) -> object:
+        return self.echo
+
+
+def files_rows(work: Path, high: int, repeats: int) -> list[Row]:
+    sizes = decades(100, high)
+    first, unchanged = [], []
+    for count in sizes:
+        root = work / f"files-{count}"
+        make_files_project(root, count)
+        url = f"sqlite:///{work / f'files-{count}.db'}"
+        runs = max(2, repeats // 4) if count >= 10_000 else repeats
+        firsts, steady = [], []
+        for _ in range(runs):
+            runtime = Runtime()  # a fresh process's: nothing read or rendered yet
+            with open_store(url) as store:
+                session_id = runtime.create_session(store, root, "echo/echo").id
+
+                def turn(
+                    text: str, runtime: Runtime = runtime, store: Store = store, session: str = session_id
+                ) -> None:
+                    runtime.turn(store, session, text, providers=Echo())  # type: ignore[arg-type]
+
+                firsts.append(timed(lambda: turn("first"), 1))
+                steady.append(timed(lambda: turn("again"), 3))
+        first.append(statistics.median(firsts))
+        unchanged.append(statistics.median(steady))
+    return [
+        ("context files: a session's first turn (read, render, store)", sizes, first),
+        ("context files: an unchanged turn", sizes, unchanged),
+    ]
+
+
+# -- sessions in one database -------------------------------------------------------------
+
+
+def fill_sessions(path: Path, template: str, count: int) -> list[str]:
+    """Copy ``template``'s rows to ``count - 1`` new sessions, created one minute apart going back in time."""
+    ids = [hashlib.sha256(str(index).encode()).hexdigest()[:12] for index in range(1, count)]  # as random as real ids
+    start = datetime.now(UTC)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.executemany(
+            "INSERT INTO sessions (id, location, model, created, revision, epoch, history_from, summary_seq,"
+            " compaction, history_mark) SELECT ?, location, model, ?, revision, epoch, history_from, summary_seq,"
+            " compaction, lower(hex(randomblob(16))) FROM sessions WHERE id = ?",
+            [
+                (new, (start - timedelta(minutes=i + 1)).isoformat(timespec="milliseconds"), template)
+                for i, new in enumerate(ids)
+            ],
+        )
+        for table, columns in (
+            (
+                "epochs",
+                "number, baseline_id, segments, initial_snapshot_id, snapshot_id, start_seq, model, location,"
+                " reason, created",
+            ),
+            ("messages", "seq, epoch, kind, body, snapshot_id, created, reply"),
+        ):
+            conn.executemany(
+                f"INSERT INTO {table} (session_id, {columns}) SELECT ?, {columns} FROM {table} WHERE session_id = ?",
+                [(new, template) for new in ids],
+            )
+        # Each copy's rows keep the template's times; its last activity is its creation time, as if idle since.
+        conn.execute("UPDATE messages SET created = (SELECT created FROM sessions s WHERE s.id = session_id)")
+        conn.execute("UPDATE epochs SET created = (SELECT created FROM sessions s WHERE s.id = session_id)")
+    conn.close()
+    return ids
+
+
+def sessions_rows(work: Path, high: int, repeats: int) -> list[Row]:
+    sizes = decades(1000, high)
+    listed, pruned, sent = [], [], []
+    project = work / "sessions-project"
+    (project / ".nia").mkdir(parents=True)
+    (project / ".nia" / "project.toml").write_text('[project]\nname = "sessions"\n')
+    runner = CliRunner()
+    for count in sizes:
+        path = work / f"sessions-{count}.db"
+        env = {"NIA_DB": str(path), "XDG_STATE_HOME": str(work / "state"), "XDG_CACHE_HOME": str(work / "cache")}
+        with open_store(f"sqlite:///{path}") as store:
+            runtime = Runtime()
+            template = runtime.create_session(store, project, "echo/echo", session_id="ffffffffffff").id
+            runtime.turn(store, template, "hello", providers=Echo())
+        ids = fill_sessions(path, template, count)
+        from nia_core.cli import cli
+
+        def nia(*args: str, env: dict[str, str] = env) -> None:
+            result = runner.invoke(cli, list(args), env=env, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+
+        os.chdir(project)
+        listed.append(timed(lambda: nia("session", "list"), max(3, repeats // 4)))
+        oldest = (count // 100) + 1  # sessions created more than this many minutes ago: the oldest 1%
+        age = f"{count - oldest}m"
+        pruned.append(timed(lambda age=age: nia("session", "prune", "--older-than", age, "--yes"), 1))
+        prefix = ids[len(ids) // 2][:8]
+        sent.append(timed(lambda prefix=prefix: nia("session", "send", prefix, "and now?"), max(3, repeats // 4)))
+    return [
+        ("sessions in one database: nia session list", sizes, listed),
+        ("sessions in one database: nia session prune (the oldest 1%)", sizes, pruned),
+        ("sessions in one database: nia session send PREFIX", sizes, sent),
+    ]
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def exponent(low: int, high: int, cost_low: float, cost_high: float) -> float:
+    return math.log(cost_high / cost_low) / math.log(high / low)
+
+
+def print_rows(rows: list[Row]) -> None:
+    for what, sizes, costs in rows:
+        points = "  ".join(f"{size:,}: {cost:,.2f} ms" for size, cost in zip(sizes, costs, strict=True))
+        slopes = ", ".join(
+            f"{exponent(sizes[i], sizes[i + 1], costs[i], costs[i + 1]):.2f}" for i in range(len(sizes) - 1)
+        )
+        print(f"{what}\n    {points}\n    growth exponent per decade: {slopes}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="sources,files,sessions")
+    parser.add_argument("--max-files", type=int, default=100_000)
+    parser.add_argument("--max-sessions", type=int, default=100_000)
+    parser.add_argument("--repeats", type=int, default=12)
+    args = parser.parse_args()
+    chosen = args.only.split(",")
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f} before")
+    with tempfile.TemporaryDirectory(prefix="nia-bench-growth-") as tmp, redirect_stdout(io.StringIO()) as quiet:
+        work = Path(tmp)
+        os.environ.update(XDG_STATE_HOME=str(work / "state"), XDG_CACHE_HOME=str(work / "cache"))
+        rows: list[Row] = []
+        if "sources" in chosen:
+            rows += sources_rows(args.repeats)
+        if "files" in chosen:
+            rows += files_rows(work, args.max_files, args.repeats)
+        if "sessions" in chosen:
+            rows += sessions_rows(work, args.max_sessions, args.repeats)
+        os.chdir(HERE)
+    del quiet
+    print_rows(rows)
+    print(f"load after: {os.getloadavg()[0]:.2f}")
+
+
+HERE = Path(__file__).resolve().parent
+
+if __name__ == "__main__":
+    main()
