@@ -150,10 +150,13 @@ def _fork(
     (:attr:`HostAdapter.fork_recorded_late`) may not say yet: then nothing is
     said to the fork (``waiting``) until a hook of it can tell, rather than a
     baseline. A fork whose parent nia never attached to starts as usual ('').
+    A host that runs no hook for a fork (:attr:`HostAdapter.forks_copied`) is
+    asked at a conversation's first prompt.
     """
     role = adapter.role(hook.event)
     fork_start = role == START and hook.source in adapter.forks
-    if not fork_start and not _waiting_fork(session_id):
+    copied = adapter.forks_copied and role == PROMPT
+    if not fork_start and not copied and not _waiting_fork(session_id):
         return ""
     if store.state(session_id).epoch is not None:
         return ""

@@ -177,6 +177,10 @@ class HostAdapter:
     """Start sources of a conversation that begins as a copy of another (a fork): it continues the other's epoch."""
     fork_parent: Callable[[HookInput], str | None] = lambda hook: None
     """The host's session id of the conversation a fork copies, where the host says it (``None``: not known)."""
+    forks_copied: bool = False
+    """The host runs no hook for a fork, and copies the conversation into a new one (OpenCode's ``--fork``): at a
+    conversation's first prompt :attr:`fork_parent` says whether its record already holds nia's texts copied from
+    another conversation, and which."""
     fork_recorded_late: bool = False
     """Whether the host may say which conversation a fork copies only after the fork's first turn (its
     transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""

@@ -33,7 +33,9 @@ and the code in its binary, then the binary itself, driven offline
   message with ``summary: true``. From then on the model gets that summary,
   the kept tail and what follows (``MessageV2.filterCompacted``); nothing of
   an older message. ``/new`` starts a new session; ``opencode run --fork``
-  copies a session into a new one.
+  (``/fork``) copies a session's messages and parts into a new session with
+  new ids and the same ``time_created``, recording no parent, and runs no
+  plugin hook for it.
 - OpenCode sets no size limit on a part; the model's window is the limit, so
   nia keeps to :data:`LIMIT`.
 """
@@ -119,14 +121,21 @@ def database() -> Path | None:
     return data / "opencode.db"
 
 
-def _rows(path: Path, session_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]] | None:
-    """The session's messages ``(id, data)`` and the parts nia looks at ``(message id, part id, data)``, in order."""
+def _connect(path: Path) -> sqlite3.Connection | None:
+    """OpenCode's database, opened read-only (``None``: not a regular file, or not openable)."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block or never end
             return None
-        uri = "file:" + path.as_posix().replace("?", "%3f").replace("#", "%23") + "?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, timeout=2.0)
+        uri = "file:" + path.as_posix().replace("%", "%25").replace("?", "%3f").replace("#", "%23") + "?mode=ro"
+        return sqlite3.connect(uri, uri=True, timeout=2.0)
     except (OSError, sqlite3.Error):
+        return None
+
+
+def _rows(path: Path, session_id: str) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]] | None:
+    """The session's messages ``(id, data)`` and the parts nia looks at ``(message id, part id, data)``, in order."""
+    connection = _connect(path)
+    if connection is None:
         return None
     try:
         messages = connection.execute(
@@ -211,6 +220,62 @@ def read_store(hook: HookInput) -> Transcript | None:
     return Transcript.of_lines("\n".join(lines) + "\n", re.escape(COMPACTED))
 
 
+def fork_parent(hook: HookInput) -> str | None:
+    """The session a new session was forked from (``opencode run --fork``, ``/fork``), when it holds nia's parts.
+
+    OpenCode records no parent for a fork: it copies the messages and parts
+    into the new session with new ids and the same ``time_created``. So a
+    session whose messages already carry nia's parts at its first prompt is a
+    copy, and its parent is the other session holding all those messages'
+    times in order: the one with the fewest messages (the fork was taken at
+    its end), the newest when several are alike.
+    """
+    path = database()
+    if path is None:
+        return None
+    found = _query(
+        path,
+        "SELECT time_created FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT ?",
+        (hook.session_id, MAX_ROWS),
+    )
+    marked = _query(
+        path, "SELECT 1 FROM part WHERE session_id = ? AND instr(data, ?) > 0 LIMIT 1", (hook.session_id, MARKER)
+    )
+    if not found or not marked:
+        return None
+    times = [row[0] for row in found]
+    candidates = _query(
+        path,
+        "SELECT s.id, s.time_created FROM session s WHERE s.id != ? AND s.id IN "
+        "(SELECT session_id FROM message WHERE time_created = ?) ORDER BY s.time_created DESC LIMIT 64",
+        (hook.session_id, times[0]),
+    )
+    best: tuple[int, str] | None = None
+    for session_id, _created in candidates or []:
+        theirs = _query(
+            path,
+            "SELECT time_created FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT ?",
+            (session_id, MAX_ROWS),
+        )
+        their_times = [row[0] for row in theirs or []]
+        if their_times[: len(times)] == times and (best is None or len(their_times) < best[0]):
+            best = (len(their_times), str(session_id))
+    return best[1] if best else None
+
+
+def _query(path: Path, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+    """Rows of one read-only query of OpenCode's database; ``None`` when it cannot be read."""
+    connection = _connect(path)
+    if connection is None:
+        return None
+    try:
+        return connection.execute(sql, args).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        connection.close()
+
+
 def hook_outputs(line: Mapping[str, Any]) -> list[str]:
     text = line.get("nia")
     return [text] if isinstance(text, str) else []
@@ -240,6 +305,8 @@ ADAPTER = HostAdapter(
         "node_modules/; its own .gitignore keeps them out of git).",
     ),
     conversation=read_store,
+    forks_copied=True,
+    fork_parent=fork_parent,
     output_marker='"nia"',
     hook_outputs=hook_outputs,
 )

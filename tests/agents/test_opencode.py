@@ -35,15 +35,16 @@ class OpenCode:
     def __init__(self, cwd: Path, store: OpenCodeStore | None = None) -> None:
         self.cwd = cwd
         self.store = store or OpenCodeStore(database(), SESSION)
+        self.session = SESSION
         self.count = 0
 
     def ask(self, message_id: str | None = None) -> str | None:
         self.count += 1
         payload = {
             "hook_event_name": "chat.message",
-            "session_id": SESSION,
+            "session_id": self.session,
             "cwd": str(self.cwd),
-            "message_id": message_id or f"msg_{self.count:04d}",
+            "message_id": message_id or f"{self.session}-{self.count:04d}",
             "agent": "build",
         }
         result = CliRunner().invoke(cli, ["hook", "opencode"], input=json.dumps(payload))
@@ -126,6 +127,26 @@ def test_a_compaction_that_keeps_the_baselines_message_keeps_the_epoch(project):
     assert [e["epoch"] for e in log()] == [1, 1]
 
 
+def test_a_fork_continues_the_parents_epoch_with_only_the_delta(project):  # noqa: F811
+    parent = OpenCode(project)
+    assert parent.prompt() is not None
+    rule(project, "two")
+    forked = OpenCode(project, parent.store.fork("ses_forked000000000000000000"))
+    forked.session = "ses_forked000000000000000000"
+    assert forked.prompt() == "ACME-RULE changed: two (was one)"  # not a second baseline
+    assert forked.prompt() is None
+    assert parent.prompt() == "ACME-RULE changed: two (was one)"  # the parent goes on as it was
+    fork_entries = [e for e in log() if e["host_session"] == "ses_forked000000000000000000"]
+    assert [(e["outcome"], e["epoch"]) for e in fork_entries] == [("forked+updated", 1), ("unchanged", 1)]
+
+
+def test_a_new_session_that_holds_no_text_of_nias_is_no_fork(project):  # noqa: F811
+    OpenCode(project).prompt()
+    other = OpenCode(project, OpenCodeStore(database(), "ses_other00000000000000000000"))
+    other.session = "ses_other00000000000000000000"
+    assert (other.prompt() or "").startswith("Environment:")
+
+
 def test_where_the_database_is(project, tmp_path, monkeypatch):  # noqa: F811
     elsewhere = tmp_path / "dbs" / "mine.db"
     monkeypatch.setenv("OPENCODE_DB", str(elsewhere))
@@ -151,7 +172,7 @@ def test_a_database_nia_cannot_read_concludes_nothing(kind, project):  # noqa: F
 
         sqlite3.connect(path).execute("CREATE TABLE message (x)").connection.commit()
     opencode = OpenCode.__new__(OpenCode)
-    opencode.cwd, opencode.count = project, 0
+    opencode.cwd, opencode.count, opencode.session = project, 0, SESSION
     assert opencode.ask() is not None
     assert opencode.ask() is None  # no record to read: nothing re-sent, no new epoch
     assert [e["epoch"] for e in log()] == [1, 1]

@@ -203,9 +203,11 @@ class OpenCodeStore:
     """
 
     SCHEMA = """
-        CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL, time_created integer NOT NULL,
-                              time_updated integer NOT NULL, data text NOT NULL);
-        CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+        CREATE TABLE IF NOT EXISTS session (id text PRIMARY KEY, directory text NOT NULL, title text NOT NULL,
+                                            time_created integer NOT NULL, time_updated integer NOT NULL);
+        CREATE TABLE IF NOT EXISTS message (id text PRIMARY KEY, session_id text NOT NULL,
+                              time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+        CREATE TABLE IF NOT EXISTS part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
                            time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
     """
 
@@ -217,10 +219,12 @@ class OpenCodeStore:
         self.db = sqlite3.connect(path)
         self.db.executescript(self.SCHEMA)
         self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("INSERT INTO session VALUES (?, '/tmp/shop', 'PONG', ?, ?)", (session, self.clock, self.clock))
+        self.db.commit()
 
     def _id(self, kind: str) -> str:
         self.clock += 1000
-        return f"{kind}_{self.clock:013x}Yy7TZBPebhgO"
+        return f"{kind}_{self.clock:013x}{self.session[-12:]}"
 
     def message(self, data: dict[str, Any], parts: list[tuple[str, dict[str, Any]]]) -> str:
         message_id = self._id("msg")
@@ -297,3 +301,27 @@ class OpenCodeStore:
         message_id = self.message(user, [(self._id("prt"), part)])
         if finished:
             self.reply(message_id, summary=True, text="SUMMARY")
+
+    def fork(self, session: str) -> OpenCodeStore:
+        """``opencode run --fork``: every message and part copied into a new session, new ids, the same times."""
+        self.clock += 10_000
+        self.db.execute(
+            "INSERT INTO session VALUES (?, '/tmp/shop', 'PONG (fork #1)', ?, ?)", (session, self.clock, self.clock)
+        )
+        rows = self.db.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (self.session,)
+        ).fetchall()
+        for number, (message_id, created, data) in enumerate(rows):
+            copy = f"msg_{self.clock:013x}{number:04d}fork"
+            self.db.execute("INSERT INTO message VALUES (?, ?, ?, ?, ?)", (copy, session, created, created, data))
+            for part_number, (part_data,) in enumerate(
+                self.db.execute("SELECT data FROM part WHERE message_id = ? ORDER BY id", (message_id,)).fetchall()
+            ):
+                self.db.execute(
+                    "INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)",
+                    (f"prt_{self.clock:013x}{number:04d}{part_number:02d}", copy, session, created, created, part_data),
+                )
+        self.db.commit()
+        forked = OpenCodeStore.__new__(OpenCodeStore)
+        forked.path, forked.session, forked.clock, forked.db = self.path, session, self.clock, self.db
+        return forked
