@@ -6,7 +6,7 @@ import click
 
 from nia_core.about import __version__
 from nia_core.cli.app import App
-from nia_core.cli.group import NiaGroup
+from nia_core.cli.group import LISTING, NiaGroup
 
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
     "context": ("nia_core.cli.context:context", "Inspect the system context nia assembles."),
@@ -72,7 +72,13 @@ NiaGroup.lazy_commands = COMMAND_MODULES
 def plugin_commands(ctx: click.Context) -> dict[str, click.Command]:
     """Commands added by plugins through ``nia_register_commands``."""
     app = App.of(ctx)
-    host = app.host(app.locate())
+    location = app.locate()
+    host = app.host(location)
+    problem = host.config_problem(location)
+    if problem is not None and ctx.meta.get(LISTING):  # `nia --help` lists anyway, and says why the rest fails
+        import logging
+
+        logging.getLogger("nia.cli").warning("%s", problem)
     holder = click.Group()
     host.register_commands(holder)
     return dict(holder.commands)
