@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from nia_core.agents.output_limit import FOOTER
 from tests.real_agents.conftest import hook_log, nia, write_plugin
-from tests.real_agents.fakemodel import SUMMARY, is_compaction
+from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction
 from tests.real_agents.harness import Copilot, agent_binary, nia_program, request_text
 
 
@@ -113,12 +114,18 @@ def test_compact_starts_a_new_epoch(copilot, project, server):
     assert [(e["outcome"], e["epoch"]) for e in entries] == [("initialized", 1), ("initialized", 2), ("unchanged", 2)]
 
 
-def test_a_text_over_the_limit_is_spilled_and_counts_as_delivered(copilot, project, server):
-    write_plugin(project, "x" * 12_000)
+def test_a_text_over_the_limit_is_spilled_and_the_model_can_read_it(copilot, project, server):
+    long = "\\n".join(f"line {n:04d} " + "x" * 40 for n in range(300))  # 15 KB of lines, written as escapes
+    write_plugin(project, long)
     sid = turn(copilot, "first")
     told = reminders(server)
-    assert len(told) == 1 and len(told[0]) <= 10_000 and ".nia/hook-output/" in told[0]
+    assert len(told) == 1 and len(told[0]) <= 10_000 and "line 0299" not in told[0]
+    spill = FOOTER.search(told[0]).group("where")
+    assert Path(spill).parent == project / ".nia" / "hook-output" and "line 0299" in Path(spill).read_text()
+    # The model follows the pointer with Copilot's own view tool: the git-ignored file is readable to it.
+    server.script = [Reply(call=Call("view", json.dumps({"path": spill}))), Reply("DONE")]
     turn(copilot, "second", sid)
+    assert "line 0299" in sent(server)
     assert reminders(server) == told
     assert [e["outcome"] for e in hook_log(project)] == ["initialized", "unchanged"]
 

@@ -11,6 +11,7 @@ a large usage figure.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -18,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from nia_core.agents.output_limit import FOOTER
 from tests.real_agents.conftest import hook_log, nia, write_plugin
-from tests.real_agents.fakemodel import SUMMARY, Reply, is_compaction, is_side_call
+from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction, is_side_call
 from tests.real_agents.harness import OpenCode, agent_binary, nia_program, request_text
 
 LARGE = 100_000
@@ -131,14 +133,18 @@ def test_an_automatic_compaction_starts_a_new_epoch(project, agent_home, server,
     assert any("a new epoch starts" in w for w in entries[1]["warnings"])
 
 
-def test_a_text_over_the_limit_is_spilled_and_counts_as_delivered(opencode, project, server):
-    write_plugin(project, "x" * 12_000)
+def test_a_text_over_the_limit_is_spilled_and_the_model_can_read_it(opencode, project, server):
+    long = "\\n".join(f"line {n:04d} " + "x" * 40 for n in range(300))  # 15 KB of lines, written as escapes
+    write_plugin(project, long)
     sid = turn(opencode, "first")
     told = nia_parts(server)
-    assert len(told) == 1 and len(told[0]) <= 10_000 and ".nia/hook-output/" in told[0]
-    spilled = list((project / ".nia" / "hook-output").glob("*.md"))
-    assert len(spilled) == 1 and "x" * 12_000 in spilled[0].read_text()
+    assert len(told) == 1 and len(told[0]) <= 10_000 and "line 0299" not in told[0]
+    spill = FOOTER.search(told[0]).group("where")
+    assert Path(spill).parent == project / ".nia" / "hook-output" and "line 0299" in Path(spill).read_text()
+    # The model follows the pointer with OpenCode's own read tool: the git-ignored file is readable to it.
+    server.script = [Reply(call=Call("read", json.dumps({"filePath": spill}))), Reply("DONE")]
     turn(opencode, "second", sid)
+    assert "line 0299" in sent(server)  # the tool's result, in the follow-up request
     assert nia_parts(server) == told  # found in OpenCode's store: not sent again
     assert [e["outcome"] for e in hook_log(project)] == ["initialized", "unchanged"]
 
