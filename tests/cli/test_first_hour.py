@@ -175,3 +175,89 @@ def test_the_transcript_in_hosts_md_is_what_the_hook_prints_for_its_project(tmp_
         if line.strip() and not line.startswith("Today's date"):
             assert f"            {line}\n" in text or f"SessionStart hook additional context: {line}\n" in text, line
     assert "Git status (nia keeps this current" in baseline
+
+
+# -- 27.8: nia models and nia init --------------------------------------------------------------------------
+
+
+def test_models_lists_every_provider_with_capabilities_and_prices(project: Path) -> None:
+    done = nia(project, "models", "--json", env={"OPENAI_API_KEY": "sk-test-not-printed", "ANTHROPIC_API_KEY": ""})
+    assert done.returncode == 0, done.stderr
+    assert "sk-test-not-printed" not in done.stdout
+    providers = {p["name"]: p for p in json.loads(done.stdout)["providers"]}
+    assert {"echo", "openai-chat", "anthropic-messages"} <= set(providers)
+    openai = providers["openai-chat"]
+    assert openai["origin"] == "built-in" and openai["url"] == "https://api.openai.com/v1"
+    assert openai["key"] == {"env": "OPENAI_API_KEY", "set": True}
+    assert providers["anthropic-messages"]["key"] == {"env": "ANTHROPIC_API_KEY", "set": False}
+    gpt5 = {m["model"]: m for m in openai["models"]}["gpt-5*"]
+    assert (gpt5["baseline_role"], gpt5["update_role"], gpt5["native_updates"]) == ("developer", "developer", True)
+    assert gpt5["price"]["input"] == 1.25 and gpt5["price"]["unit"] == "USD per million tokens"
+    sonnet = {m["model"]: m for m in providers["anthropic-messages"]["models"]}["claude-sonnet-4-5*"]
+    assert sonnet["update_role"] == "wrapped" and sonnet["price"]["output"] == 15.0
+
+
+def test_models_shows_what_a_project_configures_first(project: Path) -> None:
+    (project / ".nia" / "project.toml").write_text(
+        '[providers.openai-chat]\nbase_url = "https://llm.example/v1"\napi_key_env = "ACME_KEY"\n'
+        '[providers.openai-chat.models."acme-7b*"]\nbaseline_role = "system"\nupdate_role = "system"\n'
+        '[providers.openai-chat.prices."acme-7b*"]\ninput = 0.1\ncache_read = 0.01\ncache_write = 0.1\noutput = 0.2\n'
+    )
+    done = nia(project, "models")
+    assert done.returncode == 0, done.stderr
+    (line,) = [line for line in done.stdout.splitlines() if "openai-chat/acme-7b*" in line]
+    assert "baseline system, updates native system turn" in line and "$0.1 in" in line and "$0.2 out" in line
+    assert "openai-chat (built-in)  https://llm.example/v1  key $ACME_KEY: not set" in done.stdout
+
+
+def test_models_lists_a_plugins_provider(project: Path) -> None:
+    (project / ".nia" / "plugins").mkdir()
+    (project / ".nia" / "plugins" / "shout.py").write_text(
+        "from nia_core import Reply, hookimpl\n\nclass Shout:\n    name = 'shout'\n"
+        "    def lower(self, request):\n        return {}\n"
+        "    def send(self, request, *, stream=None):\n        return Reply(text='HI')\n\n"
+        "@hookimpl\ndef nia_providers(location):\n    return [Shout()]\n"
+    )
+    providers = {p["name"]: p for p in json.loads(nia(project, "models", "--json").stdout)["providers"]}
+    assert providers["shout"]["origin"] == "plugin shout" and providers["shout"]["models"] == []
+
+
+def test_init_writes_commented_starter_files_that_nia_reads_as_they_are(tmp_path: Path) -> None:
+    folder = tmp_path / "acme-shop"
+    folder.mkdir()
+    (folder / "README.md").write_text("# Acme shop\n\nSells anvils.\n")
+    done = nia(folder, "init")
+    assert done.returncode == 0, done.stderr
+    assert f"{folder / '.nia' / 'project.toml'}: written" in done.stdout
+    project_toml = (folder / ".nia" / "project.toml").read_text()
+    assert 'name = "acme-shop"' in project_toml and 'path = "README.md"' in project_toml
+    assert "# [plugins]" in project_toml and "# [session]" in project_toml
+    assert "# [[workflows]]" in (folder / ".nia" / "commands.toml").read_text()
+    shown = nia(folder, "context", "show")
+    assert shown.returncode == 0 and shown.stderr == "", shown.stderr
+    assert "Sells anvils." in shown.stdout
+    assert nia(folder, "workflows", "list").returncode == 0
+    uncommented = "\n".join(
+        line[2:] if line.startswith("# ") and not line.startswith("# Workflows") else line
+        for line in (folder / ".nia" / "commands.toml").read_text().splitlines()
+        if not line.startswith(("# and the", "# this one", "# Workflows"))
+    )
+    (folder / ".nia" / "commands.toml").write_text(uncommented.replace("#\n", "\n"))
+    listed = nia(folder, "workflows", "list")
+    assert listed.returncode == 0 and "issue: Work with issues" in listed.stdout, listed.stderr
+
+
+def test_init_keeps_existing_files_and_refuses_a_nia_folder_leading_outside(tmp_path: Path) -> None:
+    folder = tmp_path / "shop"
+    (folder / ".nia").mkdir(parents=True)
+    (folder / ".nia" / "project.toml").write_text('[project]\nname = "mine"\n')
+    done = nia(folder, "init")
+    assert done.returncode == 0 and "project.toml: exists, left as it is" in done.stdout
+    assert (folder / ".nia" / "project.toml").read_text() == '[project]\nname = "mine"\n'
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".nia").symlink_to(elsewhere)
+    refused = nia(linked, "init")
+    assert refused.returncode == 2 and "nothing written" in refused.stderr and list(elsewhere.iterdir()) == []

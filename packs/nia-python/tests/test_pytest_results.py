@@ -296,3 +296,54 @@ def test_a_broken_file_then_a_good_one(project, nia_boundaries):
     texts = nia_boundaries.drive(plugin, lambda: write_lastfailed(project.root, ["t.py::a"]), name=NAME)
 
     assert texts.updates == [f"{PREFIX}: now 1 test failing: `t.py::a`."]
+
+
+def test_a_cache_dir_naming_a_variable_is_taken_as_written(project, nia_boundaries, monkeypatch):
+    monkeypatch.setenv("SECRET_TOKEN", "ghp_do_not_print_me")
+    project.write("pyproject.toml", '[tool.pytest.ini_options]\ncache_dir = "$SECRET_TOKEN/../../~"\n')
+
+    baseline = nia_boundaries.drive(plugin, name=NAME).baseline
+
+    assert "ghp_do_not_print_me" not in baseline
+    assert baseline == (
+        "Python tests: pytest's last results cannot be read: its cache folder (`cache_dir`) is outside the project."
+    )
+
+
+@pytest.mark.parametrize(
+    ("plant", "why"),
+    [
+        ("middle-link", "resolves outside the project"),
+        ("directory", "is not a regular file"),
+        ("dangling-link", "resolves outside the project"),
+        ("device", "resolves to a device or kernel file, outside the project"),
+    ],
+)
+def test_other_hostile_caches_are_refused(project, nia_boundaries, tmp_path, plant, why):
+    cache = project.path(".pytest_cache/v/cache")
+    if plant == "middle-link":
+        write_lastfailed(tmp_path / "elsewhere", ["t.py::SECRET"], cache=".")
+        cache.parent.parent.mkdir()
+        os.symlink(tmp_path / "elsewhere" / "v", cache.parent)
+    elif plant == "directory":
+        (cache / "lastfailed").mkdir(parents=True)
+    elif plant == "dangling-link":
+        cache.mkdir(parents=True)
+        os.symlink(tmp_path / "not-there", cache / "lastfailed")
+    else:
+        cache.mkdir(parents=True)
+        os.symlink("/dev/zero", cache / "lastfailed")
+
+    baseline = nia_boundaries.drive(plugin, name=NAME).baseline
+
+    assert baseline == unreadable(why)
+
+
+def test_huge_test_ids_keep_the_value_small(project, nia_boundaries):
+    touch_tests(project.root, "t.py")
+    write_lastfailed(project.root, [f"t.py::test[{n}{'😀' * 10_000}]" for n in range(20)])
+
+    texts = nia_boundaries.drive(plugin, name=NAME)  # strict: a value over nia's 1 MiB limit would fail here
+
+    assert texts.baseline.startswith(f"{PREFIX}: 20 tests failing: `t.py::test[0😀")
+    assert len(texts.baseline) < 20_000

@@ -27,12 +27,12 @@ from nia_core import ContextSource, Location, hookimpl
 
 from nia_python.layout import files, shown, why_not
 from nia_python.settings import MIB, check_keys, relative_path, whole
-from nia_python.text import code, plain, plural
+from nia_python.text import MAX_NAME, code, plain, plural, shorten, within
 
 NIA_NAMESPACE = "python"
 
 PLUGIN = "nia-python-lint"
-KEEP = 1000
+KEEP = 200
 TOOLS = {
     "ruff": ("Ruff", "ruff check --output-format json --output-file {file}"),
     "mypy": ("mypy", "mypy -O json . > {file}"),
@@ -133,15 +133,20 @@ def parse_results(data: bytes, root: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {"error": "is not valid JSON"}
     found.sort()
-    return {"findings": [list(f) for f in found[:KEEP]], "count": len(found), "files": len({f[0] for f in found})}
+    kept = [
+        [shorten(path, MAX_NAME), line, col, rule[:40], shorten(text, 300)]
+        for path, line, col, rule, text in found[:KEEP]
+    ]
+    return {"findings": within(kept), "count": len(found), "files": len({f[0] for f in found})}
 
 
 class Results:
     """The loader of one results file; the same value object while the file is unchanged."""
 
-    def __init__(self, tool: str, path: str, root: str, max_bytes: int) -> None:
+    def __init__(self, tool: str, path: str, written: str, root: str, max_bytes: int) -> None:
         self.tool, self.root = tool, root
-        self.label = shown(path, root)
+        inside = shown(path, root) != path
+        self.label = shown(path, root) if inside else written  # no outside path is shown, only the setting
         self.load = files.loader(
             path,
             root=root,
@@ -205,11 +210,11 @@ def render_update(old: dict[str, Any], new: dict[str, Any], show: int) -> str:
 
 
 @lru_cache(maxsize=64)
-def results_source(tool: str, path: str, root: str, show: int, max_bytes: int) -> ContextSource:
+def results_source(tool: str, written: str, root: str, show: int, max_bytes: int) -> ContextSource:
     name = TOOLS[tool][0]
     return ContextSource(
         key=f"python/{tool}",
-        load=Results(tool, path, root, max_bytes).load,
+        load=Results(tool, os.path.normpath(os.path.join(root, written)), written, root, max_bytes).load,
         baseline=lambda value: render_baseline(value, show),
         update=lambda old, new: render_update(old, new, show),
         removal=lambda old: f"The {name} findings given earlier no longer apply.",
@@ -223,7 +228,7 @@ def nia_context_sources(location: Location, config: dict[str, Any]) -> list[Cont
     settings = settings_from(config)
     root = str(location.root)
     return [
-        results_source(tool, os.path.normpath(os.path.join(root, file)), root, settings.show, settings.max_bytes)
+        results_source(tool, file, root, settings.show, settings.max_bytes)
         for tool, file in (("ruff", settings.ruff), ("mypy", settings.mypy))
         if file is not None
     ]

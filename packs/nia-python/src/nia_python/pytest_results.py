@@ -26,13 +26,14 @@ from nia_core import ContextSource, Location, hookimpl
 
 from nia_python.layout import files, python_folder, read_pyproject, shown, why_not
 from nia_python.settings import MIB, check_keys, relative_path, whole
-from nia_python.text import code, listing, plain, plural
+from nia_python.text import MAX_NAME, code, listing, plain, plural, shorten, within
 
 NIA_NAMESPACE = "python"
 
 PLUGIN = "nia-pytest"
 KEEP = 1000
-"""Failing node ids a value holds (sorted); more are counted. Deltas are exact up to this many."""
+"""Failing node ids a value holds (sorted, each at most 300 characters, 256 KiB of JSON in all); more are
+counted. Deltas are exact up to this many."""
 LASTFAILED = os.path.join("v", "cache", "lastfailed")
 
 
@@ -68,7 +69,9 @@ def cache_folder(folder: str, root: str, settings: Settings) -> str:
     options = pytest.get("ini_options") if isinstance(pytest, dict) else None
     configured = options.get("cache_dir") if isinstance(options, dict) else None
     if isinstance(configured, str) and configured.strip() and "\0" not in configured:
-        return os.path.normpath(os.path.join(folder, os.path.expandvars(os.path.expanduser(configured))))
+        # Taken as written: pytest would expand ``$VARS`` and ``~``, but a repository that could name an
+        # environment variable here would have its value (a token) printed into the prompt.
+        return os.path.normpath(os.path.join(folder, configured))
     return os.path.join(folder, ".pytest_cache")
 
 
@@ -86,7 +89,7 @@ def parse_lastfailed(data: bytes, limit: int, oversize: bool) -> dict[str, Any]:
     if not isinstance(recorded, dict):
         return {"error": "is not in pytest's format (a JSON object of test ids)"}
     ids = sorted(name for name, failed in recorded.items() if failed is True)
-    return {"ids": ids, "count": len(ids)}
+    return {"ids": ids, "count": len(ids), "files": sorted({name.split("::", 1)[0] for name in ids})}
 
 
 class Results:
@@ -94,13 +97,18 @@ class Results:
 
     pytest keeps an entry for a test file that was deleted until the cache is
     cleared; a test whose file no longer exists is not failing, so it is left
-    out (one ``lstat`` per file named, at each boundary).
+    out. While ``lastfailed`` is unchanged and the files it names are where
+    they were, a boundary costs one ``stat`` of it and one ``lstat`` per test
+    file named, and gets the very same value object.
     """
 
     def __init__(self, cache: str, root: str, settings: Settings) -> None:
         self.cache, self.root, self.settings = cache, root, settings
         self.rootdir = os.path.dirname(cache) if os.path.basename(cache) == ".pytest_cache" else None
-        self.label = shown(cache, root)
+        inside = shown(cache, root) != cache
+        # A folder outside the project is never read, and its path (outside names) is not shown either.
+        self.label = shown(cache, root) if inside else "cache_dir"
+        self.outside = not inside
         self.file = files.loader(
             os.path.join(cache, LASTFAILED),
             root=root,
@@ -109,10 +117,12 @@ class Results:
             on_error=lambda exc: exc,
         )
         self.last: dict[str, Any] | None = None
+        self._seen: tuple[object, tuple[bool, ...]] | None = None
 
-    def observe(self) -> dict[str, Any]:
+    def observe(self, recorded: Any, present: tuple[bool, ...]) -> dict[str, Any]:
         value: dict[str, Any] = {"cache": self.label}
-        recorded = self.file()
+        if self.outside:
+            return {**value, "state": "unreadable", "why": "outside"}
         if isinstance(recorded, FileNotFoundError):
             if not os.path.lexists(self.cache):
                 return {**value, "state": "not-run"}
@@ -125,21 +135,35 @@ class Results:
         if "error" in recorded:
             return {**value, "state": "unreadable", "why": recorded["error"]}
         ids: list[str] = recorded["ids"]
-        if self.rootdir is not None:
-            ids = [name for name in ids if self._exists(name.split("::", 1)[0])]
+        gone = {name for name, there in zip(recorded["files"], present, strict=False) if not there}
+        if gone:
+            ids = [name for name in ids if name.split("::", 1)[0] not in gone]
         if not ids:
             return {**value, "state": "passing"}
-        return {**value, "state": "failing", "count": len(ids), "failing": ids[:KEEP]}
+        return {
+            **value,
+            "state": "failing",
+            "count": len(ids),
+            "failing": within([shorten(i, MAX_NAME) for i in ids[:KEEP]]),
+        }
 
-    def _exists(self, relative: str) -> bool:
-        assert self.rootdir is not None
-        return not relative or os.path.lexists(os.path.join(self.rootdir, relative))
+    def _present(self, recorded: Any) -> tuple[bool, ...]:
+        """Whether each test file ``recorded`` names exists (an empty name, a node id of the root, does)."""
+        if self.rootdir is None or not isinstance(recorded, dict) or "files" not in recorded:
+            return ()
+        rootdir = self.rootdir
+        return tuple(not name or os.path.lexists(os.path.join(rootdir, name)) for name in recorded["files"])
 
     def __call__(self) -> dict[str, Any]:
-        value = self.observe()
+        recorded = self.file() if not self.outside else None
+        present = self._present(recorded)
+        seen = self._seen
+        if self.last is not None and seen is not None and seen[0] is recorded and seen[1] == present:
+            return self.last  # the same record, the same files: the same value, without building it again
+        self._seen = (recorded, present)
+        value = self.observe(recorded, present)
         if value != self.last:
             self.last = value
-        assert self.last is not None
         return self.last
 
 
@@ -161,6 +185,10 @@ def render_baseline(value: dict[str, Any], show: int, *, now: bool = False) -> s
     if state == "not-run":
         when = "any more" if now else "yet"
         return f"Python tests: pytest has recorded no results here {when} (no {code(value['cache'])})."
+    if state == "unreadable" and value["why"] == "outside":
+        lost = "can no longer" if now else "cannot"
+        where = "its cache folder (`cache_dir`) is outside the project"
+        return f"Python tests: pytest's last results {lost} be read: {where}."
     if state == "unreadable":
         return (
             f"Python tests: pytest's last results {'can no longer' if now else 'cannot'} be read: "
