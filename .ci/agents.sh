@@ -24,6 +24,10 @@ DIR="${NIA_AGENTS_DIR:-$HOME/.cache/nia-agents}"
 
 log() { echo "agents.sh: $*" >&2; }
 
+if [[ -t 1 ]]; then  # stdout is a terminal, not eval's $(...): the export line below would only be printed
+    log "run it as: eval \"\$(bash .ci/agents.sh)\" (the tests find the agents through the NIA_AGENTS_DIR it exports)"
+fi
+
 install_node() {
     command -v apt-get >/dev/null || { log "no node/npm and no apt-get to install them"; exit 1; }
     local sudo=""

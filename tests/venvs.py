@@ -28,11 +28,42 @@ def parent_site_dirs() -> list[str]:
     return unique
 
 
+def nia_plugin_files() -> set[Path]:
+    """The top-level entries (packages, modules, ``.pth`` files, dist-info) of every installed nia plugin."""
+    from importlib.metadata import distributions
+
+    found: set[Path] = set()
+    for dist in distributions():
+        if not any(entry.group == "nia" for entry in dist.entry_points):
+            continue
+        for file in dist.files or ():
+            found.add(Path(str(dist.locate_file(Path(file).parts[0]))))
+    return found
+
+
+def lent_folder(folder: str, hidden: set[Path], into: Path) -> str:
+    """``folder`` itself, or a folder of links to its entries but the ``hidden`` ones."""
+    entries = list(Path(folder).iterdir())
+    if not any(entry in hidden for entry in entries):
+        return folder
+    into.mkdir(parents=True)
+    for entry in entries:
+        if entry not in hidden:
+            (into / entry.name).symlink_to(entry)
+    return str(into)
+
+
 def child_venv(path: Path) -> Path:
-    """A venv at ``path`` without pip of its own that lends the parent's packages; returns its python."""
+    """A venv at ``path`` without pip of its own that lends the parent's packages; returns its python.
+
+    Installed nia plugins are not lent (a plugin pack installed where the tests
+    run, ``pip install ./packs/nia-python``, say): a child starts with none.
+    """
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
     python = path / "bin" / "python"
-    lines = [f"import site; site.addsitedir({folder!r})" for folder in parent_site_dirs()]
+    hidden = nia_plugin_files()
+    folders = [lent_folder(f, hidden, path / "lent" / str(n)) for n, f in enumerate(parent_site_dirs())]
+    lines = [f"import site; site.addsitedir({folder!r})" for folder in folders]
     (site_packages(python) / "_nia_tests_parent.pth").write_text("\n".join(lines) + "\n")
     return python
 

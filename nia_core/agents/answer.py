@@ -186,7 +186,8 @@ def _answered(
     if epoch is None:
         return False
     outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=True)
-    return 0 in delivered([epoch.baseline], outputs, _printer(adapter, root), adapter.recorded, adapter.joins)
+    printer = _printer(adapter, root, hook.transcript_path)
+    return 0 in delivered([epoch.baseline], outputs, printer, adapter.recorded, adapter.joins)
 
 
 def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
@@ -203,14 +204,17 @@ def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
     return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
-def _printer(adapter: HostAdapter, root: os.PathLike[str] | str) -> Callable[[str], str]:
+def _printer(adapter: HostAdapter, root: os.PathLike[str] | str, transcript_path: str | None) -> Callable[[str], str]:
     """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
+
+    folder = adapter.spill_folder(transcript_path)
 
     def printed_for(text: str) -> str:
         if adapter.measure(text) <= adapter.output_limit:
             return text
-        return printed(text, adapter.output_limit, adapter.measure, str(spill_path(Path(root), text)), adapter.unit)
+        where = str(spill_path(Path(root), text, folder))
+        return printed(text, adapter.output_limit, adapter.measure, where, adapter.unit)
 
     return printed_for
 
@@ -245,7 +249,7 @@ def _missing(
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
     if not texts:
         return [], False
-    printer = _printer(adapter, root)
+    printer = _printer(adapter, root, transcript_path)
 
     def found_in(whole: bool) -> set[int]:
         outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
@@ -291,7 +295,8 @@ def _report(
     if not parts:
         return
     text = "\n\n".join(parts)
-    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit)
+    folder = adapter.spill_folder(hook.transcript_path)
+    fitted = fit(text, adapter.output_limit, adapter.measure, Path(root), adapter.unit, folder)
     if fitted.problem:
         entry.warnings.append(fitted.problem)
     entry.full_text = fitted.full_path

@@ -162,7 +162,7 @@ ADAPTER = HostAdapter(
     ),
     switch=Switch(file="config.toml", table="features", key="hooks"),
     notes=(
-        "Codex runs new hooks only after you review them: start `codex` in this project and approve "
+        "Codex runs new hooks only after you review them: start `codex` and approve "
         "nia's hooks when it asks (nia never records that consent for you). A project's .codex/ "
         "configuration also needs the project trusted in Codex.",
     ),

@@ -172,6 +172,10 @@ class HostAdapter:
     trusted: Callable[[Path, Mapping[str, Any], list[str]], list[str]] | None = None
     """For ``nia hook status``: the events of nia's entries (in the hooks file at the path, already read) that
     the host has recorded the user's trust for; problems reading the host's record are appended to the list."""
+    spill_folder: Callable[[str | None], Path | None] = lambda transcript_path: None
+    """A folder of the host's own for the whole text of an output over its limit, from the hook's transcript path,
+    where the host's file tools skip the project's git-ignored ``.nia/hook-output/`` (Gemini CLI's do); ``None``:
+    the project's. The model is pointed at the file, so it must be one the host lets it read."""
     trust_said: tuple[str, str] = ("hooks reviewed", "hooks not reviewed yet: approve them in {name}")
     """What ``nia hook status`` says when the host trusts all of nia's entries, and when it does not
     (``{name}``: the host's command name)."""

@@ -38,6 +38,9 @@ docs say otherwise):
 - ``/clear`` starts a new session id; ``/compress`` and automatic compression
   (``model.compressionThreshold``, half the model's window by default) run
   no hook that can add context (``PreCompress`` output reaches nothing).
+- Its ``read_file`` refuses paths its ignore rules match, the project's
+  git-ignored ``.nia/hook-output/`` among them; it reads its own project
+  folder (``~/.gemini/tmp/<project>/``), so an oversized text is spilled there.
 - Size: a ``BeforeAgent`` text of 2 x 1,000,000 characters arrived whole;
   at 2 x 5,000,000 Gemini sent no request and answered nothing (the model's
   window is the limit). nia keeps to :data:`LIMIT` of Gemini's own token
@@ -122,6 +125,26 @@ def instruction_files(root: Path) -> tuple[str, ...]:
     return context_files(settings_files(ADAPTER.settings, root), ("GEMINI.md",))
 
 
+def spill_folder(transcript_path: str | None) -> Path | None:
+    """Gemini's own folder for this project (``~/.gemini/tmp/<project>/``, the session file's grandparent).
+
+    Gemini's ``read_file`` refuses every path its ignore rules match
+    (``.gitignore`` files, ``.git/info/exclude``: "is ignored by configured
+    ignore patterns"), so it cannot read the project's git-ignored
+    ``.nia/hook-output/``; it reads this folder, where it keeps its own cut
+    tool outputs (measured with 0.61.0). Only a session file in
+    ``chats/`` below ``.gemini/tmp/`` of the user's Gemini folder is taken as
+    saying where that is; otherwise the project's folder is used.
+    """
+    if not transcript_path:
+        return None
+    chats = Path(transcript_path).parent
+    home = Path(os.environ.get("GEMINI_CLI_HOME") or Path.home())
+    if chats.name != "chats" or os.path.realpath(chats.parent.parent) != os.path.realpath(home / ".gemini" / "tmp"):
+        return None
+    return chats.parent
+
+
 ADAPTER = HostAdapter(
     name="gemini",
     title="Gemini CLI",
@@ -144,6 +167,7 @@ ADAPTER = HostAdapter(
         "folder when it asks (nia never records that consent for you); `nia hook status` says whether it is.",
     ),
     trusted=trusted,
+    spill_folder=spill_folder,
     trust_said=("folder trusted", "folder NOT trusted: start `gemini` here and trust it, or nia's hooks never run"),
     compaction=r'(?m)^\{\s*"\$set"\s*:\s*\{\s*"messages"\s*:',
     output_marker=OPEN,

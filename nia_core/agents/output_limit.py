@@ -50,7 +50,11 @@ def spill_name(text: str) -> str:
     return sha256_hex(text.encode("utf-8"))[:16]
 
 
-def spill_path(root: Path, text: str) -> Path:
+def spill_path(root: Path, text: str, folder: Path | None = None) -> Path:
+    """Where the whole ``text`` goes: the project's ``.nia/hook-output/``, or ``nia-hook-output/`` in a ``folder``
+    of the host's own (one its file tools read, where they skip the project's git-ignored files)."""
+    if folder is not None:
+        return folder / f"nia-{FOLDER}" / f"{spill_name(text)}.md"
     return root / ".nia" / FOLDER / f"{spill_name(text)}.md"
 
 
@@ -63,7 +67,7 @@ def spilled_name(printed: str) -> str | None:
     return name[:-3] if name.endswith(".md") and len(name) == 19 else None
 
 
-def _save(root: Path, path: Path, text: str) -> None:
+def _save(root: Path, path: Path, text: str, project: bool = True) -> None:
     """Write the spill file as nia writes every file in a project: through folders opened one level at a time
     from the root (a ``.nia`` or ``hook-output`` that leads outside is refused), atomically, never opening or
     following what is at the name (a FIFO or a symlink planted there is replaced, not written through)."""
@@ -71,18 +75,30 @@ def _save(root: Path, path: Path, text: str) -> None:
     from nia_core.project.generated import ignore_generated
 
     replace_inside(root, path, text.encode("utf-8"))
-    create_inside(root, path.parent / ".gitignore", b"*\n")
-    ignore_generated(root)
+    if project:  # never part of the project: not committed, not in git status
+        create_inside(root, path.parent / ".gitignore", b"*\n")
+        ignore_generated(root)
 
 
-def fit(text: str, limit: int, measure: Callable[[str], int], root: Path, unit: str = "characters") -> Fitted:
-    """``text`` if it fits in ``limit``; else the head that fits and where the whole text was saved."""
+def fit(
+    text: str,
+    limit: int,
+    measure: Callable[[str], int],
+    root: Path,
+    unit: str = "characters",
+    folder: Path | None = None,
+) -> Fitted:
+    """``text`` if it fits in ``limit``; else the head that fits and where the whole text was saved
+    (below the project ``root``, or in the host's own ``folder``: :func:`spill_path`)."""
     if measure(text) <= limit:
         return Fitted(text)
-    path = spill_path(root, text)
+    path = spill_path(root, text, folder)
     problem = ""
     try:
-        _save(root, path, text)
+        if folder is None:
+            _save(root, path, text)
+        else:
+            _save(folder, path, text, project=False)
         where = str(path)
     except OSError as exc:
         from nia_core.files import Refused

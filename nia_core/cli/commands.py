@@ -6,15 +6,17 @@ import click
 
 from nia_core.about import __version__
 from nia_core.cli.app import App
-from nia_core.cli.group import NiaGroup
+from nia_core.cli.group import LISTING, NiaGroup
 
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "init": ("nia_core.cli.init:init_command", "Write a commented .nia/project.toml and commands.toml here."),
     "context": ("nia_core.cli.context:context", "Inspect the system context nia assembles."),
     "session": ("nia_core.cli.session:session", "Durable sessions: a stable baseline per context epoch."),
     "dev": ("nia_core.cli.dev:dev", "Live-reload plugins under development and show what changes."),
     "plugins": ("nia_core.cli.plugins:plugins", "List, install, switch on and off nia plugins."),
     "plugin": ("nia_core.cli.plugins:plugin_group", "Create a new plugin package from the template."),
     "workflows": ("nia_core.cli.workflows:workflows", "The workflows defined in .nia/commands.toml."),
+    "models": ("nia_core.cli.models:models", "The providers and models here: capabilities, prices, keys."),
     "db": ("nia_core.cli.db:db", "Migrate and check the session database (NIA_DB)."),
     "hook": ("nia_core.cli.hook:hook", "Claude Code and Codex hooks: the baseline once, then only what changed."),
     "mcp": ("nia_core.cli.mcp:mcp", "Serve the context and workflows over the Model Context Protocol."),
@@ -72,7 +74,13 @@ NiaGroup.lazy_commands = COMMAND_MODULES
 def plugin_commands(ctx: click.Context) -> dict[str, click.Command]:
     """Commands added by plugins through ``nia_register_commands``."""
     app = App.of(ctx)
-    host = app.host(app.locate())
+    location = app.locate()
+    host = app.host(location)
+    problem = host.config_problem(location)
+    if problem is not None and ctx.meta.get(LISTING):  # `nia --help` lists anyway, and says why the rest fails
+        import logging
+
+        logging.getLogger("nia.cli").warning("%s", problem)
     holder = click.Group()
     host.register_commands(holder)
     return dict(holder.commands)

@@ -15,6 +15,8 @@ from nia_core.errors import NiaError, message_of
 from nia_core.stdio import protect
 
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
+LISTING = "nia.listing"
+"""``ctx.meta`` key set while ``nia --help`` lists commands (not while one is resolved to run)."""
 
 
 class ReportedError(click.ClickException):
@@ -140,6 +142,7 @@ class NiaGroup(click.Group):
 
         before = set(sys.modules)
         started = helpcache.now()
+        ctx.meta[LISTING] = True
         with WarningCounter() as warnings:
             dynamic = self._dynamic(ctx)
         names = static | set(dynamic)

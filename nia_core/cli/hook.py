@@ -81,6 +81,27 @@ def _root(app: App) -> Path:
     return app.locate().root
 
 
+def _project_root(app: App, scope: Scope) -> Path:
+    """The project root, said first for a project's settings: which folder nia took, and why (issue 27.7).
+
+    Run outside any project, nia takes the working directory itself, and the
+    hooks would land in a folder the user may not have meant.
+    """
+    location = app.locate()
+    if scope != "user":
+        if location.has_project_dir:
+            why = "the nearest folder holding .nia/"
+        elif location.is_git:
+            why = "the nearest folder holding .git; no .nia/ above"
+        else:
+            why = (
+                "no .nia/ or .git here or above, so the current folder is taken as the project; "
+                "if your project is elsewhere, run this in its root (or create .nia/ there first)"
+            )
+        click.echo(f"Project root: {location.root} ({why})")
+    return location.root
+
+
 _PROJECT = click.option("--project", "project", is_flag=True, help="This project's settings, to commit (the default).")
 _LOCAL = click.option(
     "--local", "local", is_flag=True, help="Your personal settings for this project, not committed (Claude Code)."
@@ -120,7 +141,7 @@ def install_command(
 
     chosen = adapter(host)
     scope = _scope(chosen, project, local, user)
-    root = _root(App.of(ctx))
+    root = _project_root(App.of(ctx), scope)
     outcome = install(chosen, scope, root, program=program or this_program(), no_git_snapshot=no_git_snapshot)
     if not outcome.changes:
         click.echo(f"nia's {host} hooks are already installed; nothing changed")
@@ -144,7 +165,8 @@ def uninstall_command(
     from nia_core.agents.hook_install import uninstall
 
     chosen = adapter(host)
-    outcome = uninstall(chosen, _scope(chosen, project, local, user), _root(App.of(ctx)), program=program)
+    scope = _scope(chosen, project, local, user)
+    outcome = uninstall(chosen, scope, _project_root(App.of(ctx), scope), program=program)
     if not outcome.changes:
         click.echo(f"no nia {host} hooks to remove")
     for change in outcome.changes:

@@ -6,7 +6,8 @@ The SDK (the ``mcp`` extra) is imported only when the server starts:
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from typing import TYPE_CHECKING
 
 import click
 
@@ -14,6 +15,25 @@ from nia_core.cli.app import App
 from nia_core.cli.options import WATCHED_PLUGINS_DIR, location_option
 from nia_core.errors import UsageError
 from nia_core.mcp import missing_sdk
+
+if TYPE_CHECKING:
+    from nia_core.mcp.client_config import McpClient, Scope
+
+
+class _Clients(click.ParamType[str]):
+    """A client of :data:`nia_core.mcp.client_config.CLIENTS` (the one table of MCP clients)."""
+
+    name = "client"
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str:
+        return "CLIENT"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from nia_core.mcp.client_config import CLIENTS
+
+        if value in CLIENTS:
+            return str(value)
+        self.fail(f"unknown MCP client {value!r} (known: {', '.join(CLIENTS)})", param, ctx)
 
 
 @click.group(invoke_without_command=True)
@@ -50,6 +70,14 @@ from nia_core.mcp import missing_sdk
     is_flag=True,
     help="Poll for file changes instead of relying on file events (network mounts, WSL).",
 )
+@click.option(
+    "--client",
+    "client",
+    type=_Clients(),
+    default=None,
+    help="The client this server serves (nia mcp install writes it): the files it loads itself (AGENTS.md) are "
+    "left out of nia://context and context_changes, as the agent hooks leave them out.",
+)
 @click.pass_context
 def mcp(
     ctx: click.Context,
@@ -60,6 +88,7 @@ def mcp(
     allowed_hosts: tuple[str, ...],
     interval: float,
     poll: bool,
+    client: str | None,
 ) -> None:
     """Serve every context source and workflow over the Model Context Protocol.
 
@@ -89,6 +118,7 @@ def mcp(
         http=run.parse_address(http) if http is not None else None,
         allow_remote=allow_remote,
         allowed_hosts=allowed_hosts,
+        client=client,
     )
     if options.http is None:
         run.serve_stdio(options)
@@ -96,51 +126,130 @@ def mcp(
         run.serve_http(options)
 
 
-@mcp.command("install")
-@click.argument("client", type=click.Choice(["claude-code", "codex", "json"]))
-@click.option(
+CLIENT = click.argument("client", type=_Clients())
+_PROJECT = click.option(
+    "--project", "project", is_flag=True, help="The project's file, to commit (most clients' default)."
+)
+_LOCAL = click.option("--local", "local", is_flag=True, help="Your personal settings for this project (Claude Code).")
+_USER = click.option("--user", "user", is_flag=True, help="Your user settings, for every project (Codex's default).")
+_PROJECT_DIR = click.option(
     "--location",
     type=click.Path(exists=True, file_okay=False),
     default=None,
     help="The project (default: the current directory's).",
 )
-@click.option(
+_CONFIG = click.option(
     "--config",
     "config_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="The file to update (default: .mcp.json for claude-code, $CODEX_HOME/config.toml for codex; "
-    "json prints unless given).",
+    help="Edit this file instead (in the client's format; json: the mcpServers entry editors take).",
+)
+
+
+def _scope(client: McpClient, project: bool, local: bool, user: bool) -> Scope:
+    if project + local + user > 1:
+        raise click.UsageError("--project, --local and --user exclude each other")
+    return "user" if user else "local" if local else "project" if project else client.default
+
+
+@mcp.command("install")
+@CLIENT
+@_PROJECT
+@_LOCAL
+@_USER
+@_PROJECT_DIR
+@_CONFIG
+@click.option(
+    "--program",
+    default=None,
+    help="How the client should run nia (default: this installation's absolute path; `nia` from PATH in a "
+    "project file meant to be committed).",
 )
 @click.option("--print", "print_only", is_flag=True, help="Print the resulting configuration instead of writing it.")
 @click.pass_context
-def install(ctx: click.Context, client: str, location: str | None, config_path: str | None, print_only: bool) -> None:
-    """Configure an MCP client to start `nia mcp` for this project, keeping its other servers.
+def install(
+    ctx: click.Context,
+    client: str,
+    project: bool,
+    local: bool,
+    user: bool,
+    location: str | None,
+    config_path: str | None,
+    program: str | None,
+    print_only: bool,
+) -> None:
+    """Add the MCP server `nia` to CLIENT's configuration, keeping every other server.
 
-    claude-code: the project's .mcp.json (what `claude mcp add --scope project` writes).
-    codex: [mcp_servers.nia] in ~/.codex/config.toml. json: the `mcpServers`
-    entry editors expect, printed (or merged into --config FILE).
+    claude-code: .mcp.json (--local: ~/.claude.json, this project only; --user).
+    codex: ~/.codex/config.toml (--project: .codex/config.toml). gemini:
+    .gemini/settings.json. opencode: opencode.json. copilot: .mcp.json or
+    .github/mcp.json. qwen-code: .qwen/settings.json. Each has --user. json prints
+    the `mcpServers` entry editors take (or merges it into --config FILE). The
+    output says what the client still needs (an approval, a trusted folder).
     """
-    from nia_core.mcp import client_config as installer
+    from nia_core.agents.hook_install import this_program
+    from nia_core.mcp import client_config as clients
 
     app = App.of(ctx)
+    chosen = clients.CLIENTS[client]
     where = app.locate(location)
-    root = where.root
-    # A project file is shared and opened from the project: no absolute --location in it.
-    server_location = None if client == "claude-code" and config_path is None else where.path
-    extra = tuple(arg for folder in app.plugins_dirs for arg in ("--plugins-dir", str(Path(folder).resolve())))
-    launch = installer.launch(server_location, extra)
-    path = installer.given_file(config_path) if config_path else installer.default_path(client, root)
-    if path is None:
-        click.echo(installer.json_entry(launch), nl=False)
+    config = clients.given_file(config_path) if config_path else None
+    if not chosen.places and config is None:  # json: printed, for a client started anywhere
+        run = clients.launch(chosen, program=program, shared=False, location=where.path, plugins_dirs=app.plugins_dirs)
+        click.echo(clients.json_entry(run), nl=False)
         return
-    planned = installer.plan(client, launch, path)
+    scope = _scope(chosen, project, local, user)
+    shared = config is None and chosen.place(scope, where.root).shared
+    located = where.path if config is not None else None
+    run = clients.launch(chosen, program=program, shared=shared, location=located, plugins_dirs=app.plugins_dirs)
+    plan = clients.plan_install(chosen, scope, where.root, run, config)
     if print_only:
-        click.echo(planned.text, nl=False)
+        click.echo(plan.text or "", nl=False)
         return
-    installer.write(planned)
-    click.echo(
-        f"{'Updated' if planned.existed else 'Wrote'} {planned.path}: server {installer.SERVER_NAME!r} runs "
-        f"{' '.join([launch.command, *launch.args])}",
-        err=True,
-    )
+    plan.apply()
+    click.echo(f"{plan.path}: {plan.what}")
+    if shared and program is None:
+        found = clients.on_path(run.command)
+        mine = os.path.realpath(this_program())
+        if found != mine:
+            runs = f"runs {found}" if found else "is not on PATH here"
+            click.echo(
+                f"This file is meant to be shared, so it names `nia` from PATH, which {runs}; this nia is {mine}. "
+                "For this machine only, install with --local or --user (or give --program)."
+            )
+    for note in plan.notes:
+        click.echo(note)
+
+
+@mcp.command("uninstall")
+@CLIENT
+@_PROJECT
+@_LOCAL
+@_USER
+@_PROJECT_DIR
+@_CONFIG
+@click.pass_context
+def uninstall(
+    ctx: click.Context,
+    client: str,
+    project: bool,
+    local: bool,
+    user: bool,
+    location: str | None,
+    config_path: str | None,
+) -> None:
+    """Remove the MCP server `nia` from CLIENT's configuration; every other server stays.
+
+    A file nia created and that holds nothing else afterwards is deleted.
+    """
+    from nia_core.mcp import client_config as clients
+
+    app = App.of(ctx)
+    chosen = clients.CLIENTS[client]
+    config = clients.given_file(config_path) if config_path else None
+    if not chosen.places and config is None:
+        raise click.UsageError("json has no file of its own: give the file with --config")
+    plan = clients.plan_uninstall(chosen, _scope(chosen, project, local, user), app.locate(location).root, config)
+    plan.apply()
+    click.echo(f"{plan.path}: {plan.what}")

@@ -21,6 +21,7 @@ from nia_core.plugin_host import PluginError, PluginHost, PluginInfo, epcache, h
 from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP
 from nia_core.plugin_template import PluginNames, nia_source, render
 from nia_core.project.paths import shown_path
+from nia_core.project.toml import ConfigError
 
 LOCATION_OPTION = location_option()
 
@@ -72,6 +73,9 @@ def list_plugins(ctx: click.Context, as_json: bool, include_builtins: bool, loca
             click.echo(_describe(info))
     for message in host.left_out:  # not in the list: say so, or the plugin would vanish without a word
         click.echo(f"Warning: {message}", err=True)
+    problem = host.config_problem(where)
+    if problem is not None:  # the list cannot know which plugins the file switches off, nor their settings
+        raise ConfigError(problem)
     broken = [info for info in host.infos() if info.enabled and info.error]
     if app.strict and broken:
         raise PluginError("; ".join(f"plugin {info.name!r}: {info.error}" for info in broken))

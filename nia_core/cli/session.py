@@ -345,13 +345,18 @@ def list_command(ctx: click.Context, location: str | None, as_json: bool) -> Non
     if as_json:
         rows = [_session_json(r) | _activity_json(activity.get(r.id)) for r in records]
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-    else:
+    elif records:
+        table: list[tuple[str, ...]] = [("ID", "LAST ACTIVITY", "MESSAGES", "MODEL", "EPOCH", "LOCATION")]
         for r in records:
             epoch = f"epoch {r.epoch}" if r.epoch is not None else "no epoch"
             seen = activity.get(r.id)
             count = f"{seen.messages} msg" if seen is not None else "? msg"
             last = _when(seen.last_activity if seen is not None else r.created)
-            click.echo(f"{r.id}  {last}  {count}  {r.model}  {epoch}  {r.location}")
+            table.append((r.id, last, count, r.model, epoch, str(r.location)))
+        widths = [max(len(row[i]) for row in table) for i in range(5)]
+        for row in table:  # the message count right-aligned, the Location last and unpadded
+            cells = [row[i].rjust(widths[i]) if i == 2 else row[i].ljust(widths[i]) for i in range(5)]
+            click.echo("  ".join([*cells, row[5]]))
     if listing.damaged:  # the others are listed above; each damaged row is named, then the exit status says so
         for error in listing.damaged:
             click.echo(f"Error: {error}", err=True)

@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.context import Location, SystemContext, observe
+from nia_core.context.registry import Assembly
 from nia_core.files import Refused, read_checked
 from nia_core.mcp.view import ContextView, build_view
 from nia_core.plugin_host.follow import follow, project_files, user_config_folder
@@ -26,6 +27,7 @@ from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 from nia_core.project.config import COMMANDS_FILE
 from nia_core.project.toml import MAX_CONFIG_BYTES
+from nia_core.runtime.runtime import Narrow, narrowed
 
 log = logging.getLogger("nia.mcp")
 
@@ -70,8 +72,12 @@ class LiveContext:
         flags: Iterable[str] = (),
         interval: float | None = DEFAULT_INTERVAL,
         settings: WatchSettings | None = None,
+        narrow: Callable[[], Mapping[str, Narrow]] | None = None,
     ) -> None:
         self.location = location
+        self.narrow = narrow
+        """The client's view of the sources it gets part of some other way (files it loads itself), asked
+        afresh at each observation; the view and :meth:`context` serve the sources through it."""
         self.plugins_dirs = tuple(plugins_dirs)
         self.flags = tuple(flags)
         self.interval = interval
@@ -131,19 +137,22 @@ class LiveContext:
         elif self._session is not None and self._thread is None:
             self._session.close()
 
-    def context(self) -> SystemContext:
+    def context(self, *, whole: bool = False) -> SystemContext:
         """The sources a session at this Location is built from, now (for the cursor tool and prompts).
 
         Plugin code saved a moment ago is loaded first (a full check, by
         content): a boundary never runs last minute's plugins. What that
-        reload changes is announced like any other change.
+        reload changes is announced like any other change. The client's view
+        of the files it loads itself applies unless ``whole`` (a workflow's
+        prompt is what ``--print-prompt`` prints).
         """
         session = self.session
         with session._lock:  # a reload in progress swaps plugins in and out of the host
             result = session.reload(None)
             if result is not None:
                 self._on_result(result)
-            return session.host.assemble(session.view).context
+            context = session.host.assemble(session.view).context
+        return context if whole or self.narrow is None else narrowed(context, self.narrow())
 
     # -- after each reload ------------------------------------------------------------
 
@@ -172,12 +181,16 @@ class LiveContext:
         else:
             # A renderer that failed stopped the reconcile (outcome None): observe once more, and
             # let the view set that one source aside, so one broken source never freezes the others.
-            observations = (
-                outcome.observations
-                if outcome is not None
-                else observe(result.assembly.context.sources, self.session.host.timeout)
-            )
-            view = build_view(result.assembly, observations, self.view)
+            assembly = result.assembly
+            timeout = self.session.host.timeout
+            observations = outcome.observations if outcome is not None else observe(assembly.context.sources, timeout)
+            narrow = self.narrow() if self.narrow is not None else None
+            if narrow:  # the sources the client gets part of some other way: observed as it sees them
+                context = narrowed(assembly.context, narrow)
+                assembly = Assembly(context, assembly.problems, assembly.contributors, assembly.owners)
+                seen = [o for o in observations if o.key not in narrow]
+                observations = [*seen, *observe([s for s in context.sources if s.key in narrow], timeout)]
+            view = build_view(assembly, observations, self.view)
             uris, listed = self.view.changed(view)
             self.view = view
             change = Change(tuple(uris), listed, prompts)

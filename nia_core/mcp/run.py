@@ -19,6 +19,7 @@ from mcp.shared.message import SessionMessage
 from nia_core.context import Location
 from nia_core.errors import UsageError
 from nia_core.mcp import missing_sdk, wire
+from nia_core.mcp.client_config import client_views
 from nia_core.mcp.cursors import Cursors
 from nia_core.mcp.limits import MAX_MESSAGE_BYTES
 from nia_core.mcp.live import DEFAULT_INTERVAL, LiveContext
@@ -44,6 +45,8 @@ class Options:
     http: tuple[str, int] | None = None
     allow_remote: bool = False
     allowed_hosts: tuple[str, ...] = field(default=())
+    client: str | None = None
+    """The client served (``--client``): the files it loads itself are left out of what it gets."""
 
 
 def build(options: Options) -> NiaServer:
@@ -54,10 +57,11 @@ def build(options: Options) -> NiaServer:
         flags=options.flags,
         interval=options.interval,
         settings=options.watch,
+        narrow=client_views(options.client, options.location.root),
     ).open()
     timeout = live.session.host.timeout
     cursors = Cursors(open_store, str(options.location.path), live.context, timeout=timeout)
-    prompts = Prompts(options.location, live.context, timeout=timeout)
+    prompts = Prompts(options.location, lambda: live.context(whole=True), timeout=timeout)
     return NiaServer(live, cursors, prompts)
 
 

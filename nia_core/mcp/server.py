@@ -95,7 +95,9 @@ class NiaServer(MCPServer):
             name="context_changes",
             title="What changed in the context",
             description=CHANGES_DESCRIPTION,
-            annotations=types.ToolAnnotations(read_only_hint=False, idempotent_hint=False, open_world_hint=False),
+            annotations=types.ToolAnnotations(
+                read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+            ),
             structured_output=True,
         )
         live.subscribe(self._on_change)

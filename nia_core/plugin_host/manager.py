@@ -25,7 +25,7 @@ from nia_core.plugin_host.calls import HookCall, PerPlugin, guarded
 from nia_core.plugin_host.implementations import HookNamespace, Implementation, implementations
 from nia_core.plugin_host.importing import import_deadline
 from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
-from nia_core.project.config import project_tables
+from nia_core.project.config import load_project_config, project_tables
 
 log = lazy_logger("nia.host")
 
@@ -297,10 +297,17 @@ class PluginHost:
         return prefixes
 
     def config_problem(self, location: Location) -> str | None:
-        """Why the Location's ``.nia/project.toml`` cannot be used now (one line), or ``None``."""
+        """Why the Location's ``.nia/project.toml`` cannot be used now (one line), or ``None``.
+
+        Every kind of error is the same problem, reported the same way: the
+        file does not parse, or a table nia reads (``[project]``, ``[commit]``,
+        ``[[services]]``, ``[logs]``, ``[session]``, ``[plugins]``) has an
+        unknown key or a bad value; the line names file, line and key.
+        """
         path = location.nia_dir / "project.toml"
         try:
             data = project_tables(location.root)
+            load_project_config(location.root)
         except NiaError as exc:
             return str(exc)
         plugins = data.get("plugins", {})

@@ -286,6 +286,15 @@ def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
         session_model = reader.string(table, "model", where) or None
         if session_model is not None and not re.fullmatch(r"[^/\s]+/\S+", session_model):
             reader.fail(where.key("model"), f"must be PROVIDER/MODEL, not {session_model!r}")
+    if "plugins" in data:  # [plugins] disabled; each [plugins.NAME] table is that plugin's to check
+        where = root.table("plugins")
+        table = data["plugins"]
+        if not isinstance(table, dict):
+            reader.fail(where, f"must be a table, not {_type_name(table)}")
+        reader.strings(table, "disabled", where)
+        for name, value in table.items():
+            if name != "disabled" and not isinstance(value, dict):
+                reader.fail(where.key(name), f"must be a table of the plugin's settings, not {_type_name(value)}")
     return ProjectConfig(info, context, commit, tuple(services), keep, exists=True, session_model=session_model)
 
 

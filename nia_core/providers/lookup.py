@@ -50,12 +50,17 @@ class ProviderLookup:
     """
 
     def __init__(
-        self, factories: Mapping[str, Callable[[], Provider]] | None = None, problems: tuple[str, ...] = ()
+        self,
+        factories: Mapping[str, Callable[[], Provider]] | None = None,
+        problems: tuple[str, ...] = (),
+        owners: Mapping[str, str] | None = None,
     ) -> None:
         self._factories = dict(factories or {})
         self._built: dict[str, Provider] = {}
         self.problems = problems
         """Plugins' providers left out, and why (also logged as warnings)."""
+        self.owners = dict(owners or {})
+        """Provider name -> the plugin that contributed it (``nia models`` says where a provider comes from)."""
 
     def names(self) -> list[str]:
         return sorted({*self._factories, *builtin.provider_names()})
@@ -99,8 +104,8 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
     if unreadable is not None:  # only the sessions that need the settings fail, when they are built
         factories.update({name: functools.partial(_fail, unreadable) for name in CONFIGURABLE})
     found: list[tuple[str, str]] = []
+    owners: dict[str, str] = {}
     if host is not None:
-        owners: dict[str, str] = {}
         for name, provider, plugin in _plugin_providers(host, location, found):
             if name in builtin.BUILTIN:
                 found.append((plugin, f"provider name {name!r} is taken by a built-in provider"))
@@ -118,7 +123,7 @@ def providers_at(location: Location, host: PluginHost | None = None) -> Provider
         log.warning("%s", problem)
     if problems and host is not None and host.strict:
         raise ProviderConfigError("; ".join(problems))
-    return ProviderLookup(factories, tuple(problems))
+    return ProviderLookup(factories, tuple(problems), owners)
 
 
 def check_plugin_providers(location: Location, host: PluginHost) -> None:

@@ -288,15 +288,7 @@ class Runtime:
     ) -> ContextFor:
         def context_for(location: str) -> SystemContext:
             host, view = self.open(location)
-            context = watch.assembled(host.assemble(view))
-            if leave_out or narrow:
-                kept = [
-                    narrow[source.key](source) if narrow and source.key in narrow else source
-                    for source in context.sources
-                    if source.key not in leave_out
-                ]
-                context = SystemContext([s for s in kept if s is not None], on_render_error=context.on_render_error)
-            return context
+            return narrowed(watch.assembled(host.assemble(view)), narrow, leave_out)
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 
@@ -311,3 +303,17 @@ class Runtime:
 
 Narrow = Callable[[ContextSource], ContextSource | None]
 """A door's view of one source: the source to observe in its place, or ``None`` to leave it out."""
+
+
+def narrowed(
+    context: SystemContext, narrow: Mapping[str, Narrow] | None, leave_out: Collection[str] = ()
+) -> SystemContext:
+    """``context`` as a door sees it: ``leave_out`` gone, each source of ``narrow`` replaced by its view."""
+    if not leave_out and not narrow:
+        return context
+    kept = [
+        narrow[source.key](source) if narrow and source.key in narrow else source
+        for source in context.sources
+        if source.key not in leave_out
+    ]
+    return SystemContext([s for s in kept if s is not None], on_render_error=context.on_render_error)

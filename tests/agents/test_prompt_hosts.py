@@ -319,3 +319,27 @@ def test_a_prompt_imports_only_the_hooks_path(name, project, tmp_path):  # noqa:
     assert f"nia_core.agents.{name.replace('-', '_')}" in first
     unchanged = modules()
     assert (unchanged & (NEVER | LOGGING)) - bare == set()
+
+
+@pytest.mark.parametrize("in_geminis_folder", [True, False])
+def test_geminis_spill_file_is_in_its_own_folder_which_its_read_file_reads(
+    in_geminis_folder,
+    project,  # noqa: F811
+    tmp_path,
+    monkeypatch,
+):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    chats = (home / ".gemini" / "tmp" / "shop" if in_geminis_folder else tmp_path / "elsewhere") / "chats"
+    chats.mkdir(parents=True)
+    plugin_text(project, "word " * 30_000)  # over 25,000 tokens of Gemini's estimate
+    host = PromptHost("gemini", project, chats / "session-2026-12-01T21-53-6f3771b1.jsonl")
+    told = host.prompt()
+    assert told is not None
+    folder = home / ".gemini" / "tmp" / "shop" / "nia-hook-output" if in_geminis_folder else None
+    spills = list(folder.glob("*.md")) if folder else list((project / ".nia" / "hook-output").glob("*.md"))
+    assert len(spills) == 1 and "word word" in spills[0].read_text()
+    assert told.endswith(f"The complete text is in {spills[0]} - read that file before relying on what is above.]")
+    assert (project / ".nia" / "hook-output").exists() != in_geminis_folder
+    assert host.prompt() is None  # the printed head and footer count as delivered

@@ -7,6 +7,7 @@ the walk imports each one first: run alone, this test checks every command.
 from __future__ import annotations
 
 import importlib
+import re
 from pathlib import Path
 
 import click
@@ -51,3 +52,9 @@ def test_every_command_is_in_the_reference():
 def test_every_global_option_is_in_the_reference():
     options = [opt for param in cli.params for opt in param.opts if opt.startswith("-")]
     assert [opt for opt in options if f"`{opt}" not in REFERENCE] == []
+
+
+def test_each_command_is_listed_once():
+    """A command listed twice (with two wordings) leaves a reader guessing which is right."""
+    rows = re.findall(r"^\| `(nia [a-z-]+(?: [a-z-]+)?)[ `]", REFERENCE, re.M)
+    assert sorted(row for row in set(rows) if rows.count(row) > 1) == []

@@ -35,12 +35,14 @@ def examples(tmp_path, project):
 
 def test_every_example_plugin_loads_cleanly(examples, project, tmp_path):
     folder, found = examples
-    assert len(found) == 8
+    assert len(found) == 9
     # The live-reload walkthrough's hello.py is the ten-line plugin grown up: same key, so it loads on its own.
     walkthrough = tmp_path / "walkthrough"
     walkthrough.mkdir()
-    (folder / "plugins_2.py").rename(walkthrough / "plugins_2.py")
-    assert 'NAME = "world"' in found.pop("plugins_2")
+    (name,) = [name for name, code in found.items() if "# .nia/plugins/hello.py" in code]
+    (folder / f"{name}.py").rename(walkthrough / f"{name}.py")
+    assert 'NAME = "world"' in found.pop(name)
+    (project / "NOTES.md").write_text("Ship on Fridays.\n")  # the StatCache example reads it
 
     result = run("--strict", "--plugins-dir", str(folder), "plugins", "list", "--json", "--location", str(project))
     alone = run("--strict", "--plugins-dir", str(walkthrough), "context", "show", "--location", str(project))
@@ -90,3 +92,17 @@ def test_the_location_hook_example_works_under_its_natural_name(project):
 
     assert result.exit_code == 0, result.output
     assert "Scratch notes:\nRemember the milk." in result.stdout
+
+
+def test_the_stat_cache_example_reads_the_project_root_from_any_folder(examples, project):
+    """From a subfolder, a path relative to the working directory would miss the file and block a session."""
+    folder, found = examples
+    (name,) = [name for name, code in found.items() if "StatCache()" in code]
+    for other in set(found) - {name}:
+        (folder / f"{other}.py").unlink()
+    (project / "NOTES.md").write_text("Ship on Fridays.\n")
+    below = project / "src" / "deep"
+    below.mkdir(parents=True)
+    shown = run("--strict", "--plugins-dir", str(folder), "context", "show", "--location", str(below))
+    assert shown.exit_code == 0, shown.output
+    assert "Team notes:\nShip on Fridays." in shown.stdout

@@ -32,6 +32,8 @@ class Call:
 
     name: str
     arguments: str = "{}"
+    namespace: str | None = None
+    """The tool namespace the agent offered the function in (Codex groups an MCP server's tools: ``mcp__nia``)."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,8 @@ def responses_stream(text: str, model: str, input_tokens: int = 10, call: Call |
             "name": call.name,
             "arguments": call.arguments,
         }
+        if call.namespace is not None:
+            fc["namespace"] = call.namespace
         done = {**base, "status": "completed", "output": [fc], "usage": usage}
         calls = [
             ("response.created", {"type": "response.created", "response": base}),
@@ -208,14 +212,24 @@ def responses_stream(text: str, model: str, input_tokens: int = 10, call: Call |
     return b"".join(_sse(name, data) for name, data in events)
 
 
-def chat_stream(text: str, model: str, input_tokens: int = 10) -> bytes:
-    """One OpenAI chat-completions SSE answer: role, text, finish, a usage chunk, ``[DONE]``."""
+def chat_stream(text: str, model: str, input_tokens: int = 10, call: Call | None = None) -> bytes:
+    """One OpenAI chat-completions SSE answer: role, text (or a ``call``), finish, a usage chunk, ``[DONE]``."""
     base = {"id": "chatcmpl-" + uuid.uuid4().hex[:24], "object": "chat.completion.chunk", "created": 0, "model": model}
     usage = {"prompt_tokens": input_tokens, "completion_tokens": 1, "total_tokens": input_tokens + 1}
+    delta: dict[str, Any] = {"content": text}
+    finish = "stop"
+    if call is not None:
+        function = {"name": call.name, "arguments": call.arguments}
+        delta = {
+            "tool_calls": [
+                {"index": 0, "id": "call_" + uuid.uuid4().hex[:24], "type": "function", "function": function}
+            ]
+        }
+        finish = "tool_calls"
     chunks = [
         {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
         {**base, "choices": [], "usage": usage},
     ]
     return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
@@ -372,7 +386,8 @@ class FakeModel:
                 elif bare.endswith("/chat/completions"):
                     reply = fake._next(body)
                     if body.get("stream"):
-                        self._send(200, chat_stream(reply.text, model, reply.input_tokens), "text/event-stream")
+                        answer = chat_stream(reply.text, model, reply.input_tokens, reply.call)
+                        self._send(200, answer, "text/event-stream")
                     else:
                         answer = chat_message(reply.text, model, reply.input_tokens)
                         self._send(200, json.dumps(answer).encode(), "application/json")

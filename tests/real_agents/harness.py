@@ -41,7 +41,9 @@ QWEN_CODE_VERSION = "0.24.4"
 TURN_TIMEOUT = 120
 """Seconds one agent turn may take (a few seconds normally; generous for a loaded CI machine)."""
 
-_REAL_HOME = pwd.getpwuid(os.getuid()).pw_dir  # tests run with HOME pointing at a temp folder
+_REAL_HOME = os.environ.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir
+"""``$HOME`` as this module is imported (at collection): each test then runs with HOME at a temporary folder.
+``.ci/agents.sh`` installs into ``$HOME/.cache/nia-agents``, which is not the passwd home where HOME is set."""
 
 
 def agents_dir() -> Path:
@@ -53,7 +55,10 @@ def agent_binary(name: str) -> Path:
     path = agents_dir() / "node_modules" / ".bin" / name
     if path.exists() and os.access(path, os.X_OK):
         return path
-    reason = f'{name} is not installed in {agents_dir()} (run: eval "$(bash .ci/agents.sh)")'
+    where = "NIA_AGENTS_DIR" if os.environ.get("NIA_AGENTS_DIR") else "$HOME/.cache/nia-agents"
+    reason = (
+        f'{name} is not installed in {agents_dir()} ({where}; install the agents with: eval "$(bash .ci/agents.sh)")'
+    )
     if os.environ.get("NIA_REQUIRE_AGENTS") == "1":
         pytest.fail(reason)
     pytest.skip(reason)

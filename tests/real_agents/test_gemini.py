@@ -152,19 +152,33 @@ def test_a_lost_update_is_sent_again(gemini, project, server):
     assert [e["outcome"] for e in hook_log(project) if e["host_session"] == sid][-1] == "unchanged+resent"
 
 
-def test_over_the_limit_the_model_gets_the_head_and_where_the_rest_is(gemini, project, server):
+def long_text(limit: int) -> tuple[str, str]:
+    """A plugin value over ``limit`` tokens (lines of 100 characters, about 1.2 times it), and how it ends."""
+    lines = [f"line {i:05d} " + "x" * 89 for i in range(limit * 4 * 6 // 5 // 100)]
+    return "\\n".join([*lines, "END-OF-THE-TEXT"]), "END-OF-THE-TEXT"  # the plugin's string literal: \n escapes
+
+
+def test_over_the_limit_the_model_gets_the_head_and_reads_the_rest_in_geminis_folder(
+    gemini, project, server, agent_home
+):
     from nia_core.agents.gemini import LIMIT
 
-    long = " ".join(f"w{i}" for i in range(LIMIT + 2_000))  # about 1.5 times the limit, in Gemini's tokens
-    write_plugin(project, long)
+    value, end = long_text(LIMIT)
+    write_plugin(project, value)
     sid = turn(gemini, "first")
     (told,) = hook_parts(turns(server)[-1])
-    spill = next((project / ".nia" / "hook-output").glob("*.md"))
+    # Gemini's read_file refuses the project's git-ignored .nia/hook-output/, so the rest goes to its own folder.
+    (spill,) = agent_home.glob(".gemini/tmp/*/nia-hook-output/*.md")
     assert told.endswith(f"The complete text is in {spill} - read that file before relying on what is above.]")
-    assert "reach you here" in told and long not in told
-    assert long in spill.read_text()
+    assert end not in told and end in spill.read_text()
+    assert not (project / ".nia" / "hook-output").exists()
+
+    server.script = [Reply(call=Call("read_file", json.dumps({"file_path": str(spill)})))]  # the model does so
     turn(gemini, "second", sid)
-    assert hook_parts(turns(server)[-1]) == [told]  # the printed head counts as delivered: nothing again
+    follow_up = turns(server)[-1]
+    read = [p["functionResponse"] for c in follow_up["contents"] for p in c["parts"] if "functionResponse" in p]
+    assert end in json.dumps(read)
+    assert hook_parts(follow_up) == [told]  # the printed head counts as delivered: nothing again
     entries = [e for e in hook_log(project) if e["host_session"] == sid]
     assert entries[0]["full_text"] == str(spill) and entries[1]["outcome"] == "unchanged"
 

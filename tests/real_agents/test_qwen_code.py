@@ -20,7 +20,7 @@ import pytest
 
 from nia_core.agents.contract import escape_angles
 from tests.real_agents.conftest import hook_log, nia, write_plugin
-from tests.real_agents.fakemodel import SUMMARY, is_compaction
+from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction
 from tests.real_agents.harness import QwenCode, agent_binary, nia_program, request_text
 
 OPEN, CLOSE = "<qwen:user-prompt-submit-context>\n", "\n</qwen:user-prompt-submit-context>"
@@ -147,18 +147,26 @@ def test_a_lost_update_is_sent_again(qwen, project, server):
     assert [e["outcome"] for e in hook_log(project) if e["host_session"] == sid][-1] == "unchanged+resent"
 
 
-def test_over_the_limit_the_model_gets_the_head_and_where_the_rest_is(qwen, project, server):
+def test_over_the_limit_the_model_gets_the_head_and_reads_the_rest(qwen, project, server):
     from nia_core.agents.qwen_code import LIMIT
+    from tests.real_agents.test_gemini import long_text
 
-    long = " ".join(f"w{i}" for i in range(LIMIT + 2_000))  # about 1.5 times the limit, in Qwen's tokens
-    write_plugin(project, long)
+    value, end = long_text(LIMIT)
+    write_plugin(project, value)
     sid = turn(qwen, "first")
     (told,) = hook_parts(turns(server)[-1])
     spill = next((project / ".nia" / "hook-output").glob("*.md"))
     assert told.endswith(f"The complete text is in {spill} - read that file before relying on what is above.]")
-    assert long not in told and long in spill.read_text()
+    assert end not in told and end in spill.read_text()
+
+    # The model reads it: Qwen's read_file gives a long file in pages, so the model asks for its end.
+    tail = {"file_path": str(spill), "offset": len(spill.read_text().splitlines()) - 5, "limit": 10}
+    server.script = [Reply(call=Call("read_file", json.dumps(tail)))]
     turn(qwen, "second", sid)
-    assert hook_parts(turns(server)[-1]) == [told]  # the printed head counts as delivered: nothing again
+    follow_up = turns(server)[-1]
+    read = [m for m in follow_up["messages"] if m.get("role") == "tool"]
+    assert end in json.dumps(read)  # Qwen reads the project's git-ignored spill file
+    assert hook_parts(follow_up) == [told]  # the printed head counts as delivered: nothing again
     entries = [e for e in hook_log(project) if e["host_session"] == sid]
     assert entries[0]["full_text"] == str(spill) and entries[1]["outcome"] == "unchanged"
 

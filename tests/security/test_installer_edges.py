@@ -33,6 +33,19 @@ COMMANDS: dict[str, tuple[list[str], str]] = {
     "hook-install-codex-user": (["hook", "install", "codex", "--user"], "~/.codex/config.toml"),
     "mcp-install-claude": (["mcp", "install", "claude-code"], ".mcp.json"),
     "mcp-install-codex": (["mcp", "install", "codex"], "~/.codex/config.toml"),
+    "mcp-install-claude-local": (["mcp", "install", "claude-code", "--local"], "~/.claude.json"),
+    "mcp-install-codex-project": (["mcp", "install", "codex", "--project"], ".codex/config.toml"),
+    "mcp-install-gemini": (["mcp", "install", "gemini"], ".gemini/settings.json"),
+    "mcp-install-gemini-user": (["mcp", "install", "gemini", "--user"], "~/.gemini/settings.json"),
+    "mcp-install-opencode": (["mcp", "install", "opencode"], "opencode.json"),
+    "mcp-install-opencode-user": (["mcp", "install", "opencode", "--user"], "~/.config/opencode/opencode.json"),
+    "mcp-install-copilot": (["mcp", "install", "copilot"], ".github/mcp.json"),
+    "mcp-install-copilot-user": (["mcp", "install", "copilot", "--user"], "~/.copilot/mcp-config.json"),
+    "mcp-install-qwen": (["mcp", "install", "qwen-code"], ".qwen/settings.json"),
+    "mcp-install-qwen-user": (["mcp", "install", "qwen-code", "--user"], "~/.qwen/settings.json"),
+    "mcp-uninstall-claude": (["mcp", "uninstall", "claude-code"], ".mcp.json"),
+    "mcp-uninstall-qwen": (["mcp", "uninstall", "qwen-code"], ".qwen/settings.json"),
+    "mcp-uninstall-codex": (["mcp", "uninstall", "codex"], "~/.codex/config.toml"),
 }
 """Each writing command and one file it reads and writes (``~``: the world's home folder)."""
 
@@ -131,6 +144,7 @@ def test_installers_never_read_or_write_across_the_edge(tmp_path: Path) -> None:
         w = Attack(base)
         args, spelled = COMMANDS[command]
         path = _where(w, spelled)
+        path.parent.parent.mkdir(parents=True, exist_ok=True)  # ~/.config for ~/.config/opencode
         target = LINKS[link](w, path)
         outside_before = _snapshot(w.outside)
         result = w.nia(*args)
@@ -263,13 +277,28 @@ def _run_as_a_user(w: Attack, *args: str, stdin: bytes = b"", cwd: Path | None =
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
-@pytest.mark.parametrize("command", ["hook-install-claude", "hook-install-codex", "mcp-install-claude"])
+READ_ONLY = [
+    "hook-install-claude",
+    "hook-install-codex",
+    "mcp-install-claude",
+    "mcp-install-gemini",
+    "mcp-install-opencode",
+    "mcp-install-copilot-user",
+    "mcp-install-claude-local",
+    "mcp-uninstall-qwen",
+]
+INSTALLED_MCP = '{"mcpServers": {"nia": {"command": "nia", "args": ["mcp", "--client", "qwen-code"]}}, "theme": 1}\n'
+"""What an uninstall finds to remove (and then cannot write)."""
+
+
+@pytest.mark.parametrize("command", READ_ONLY)
 def test_a_read_only_settings_folder_is_one_line_and_nothing_is_written(tmp_path: Path, command: str) -> None:
     w = Attack(tmp_path)
     args, spelled = COMMANDS[command]
     path = _where(w, spelled)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{}\n") if path.suffix == ".json" else None
+    if path.suffix == ".json":
+        path.write_text(INSTALLED_MCP if args[:2] == ["mcp", "uninstall"] else "{}\n")
     before = _snapshot(path.parent)
     os.chmod(path.parent, 0o555)
     try:
