@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import nia_github.source
@@ -55,3 +57,22 @@ def shop(nia_project, github):
         review_thread("README.md", 3, "carol", "Typo.", resolved=True),
     ]
     return nia_project
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """``settled(change)``: the change, then time for an answer that sees it (nia asks GitHub every 0.3 s here).
+
+    A session's next prompt after a change on GitHub gets it once the refresh
+    interval passed: the conversation tests wait that long after each change.
+    """
+    monkeypatch.setenv("NIA_GITHUB_REFRESH", "0.3")
+
+    def wrap(change):
+        def run():
+            change()
+            time.sleep(1.5)
+
+        return run
+
+    return wrap

@@ -33,11 +33,21 @@ def write_checkout(
     return git
 
 
-def source_at(location, *, name: str = NAME):
-    """The plugin's source at ``location`` (``None`` when it contributes none), from a host holding only it."""
+def source_at(location, config: dict | None = None):
+    """The plugin's source at ``location`` as its hook returns it (``None`` when it contributes none).
+
+    Its ``load`` is the plugin's own loader, called directly: nia's refresh
+    schedule, which a host's view adds around it, is tested through the kit's
+    conversations instead.
+    """
+    sources = nia_github.nia_context_sources(location, config or {})
+    return sources[0] if sources else None
+
+
+def host_with_plugin():
+    """A host holding only this plugin, under its entry-point name (its config table's name)."""
     from nia_core.testing import add_plugin, make_host
 
     host = make_host()
-    add_plugin(host, nia_github, name=name)
-    sources = host.assemble(host.open(location)).context.sources
-    return sources[0] if sources else None
+    add_plugin(host, nia_github, name=NAME)
+    return host

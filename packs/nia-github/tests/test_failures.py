@@ -70,7 +70,7 @@ def test_a_passing_problem_before_any_status_is_a_sentence_after_one_keeps_it(sh
 
     assert source.load() is UNAVAILABLE  # the model keeps the status it was told
 
-    fresh = source_at(shop.location, name=NAME)
+    fresh = source_at(shop.location)  # the hook hands back the same source, and its loader remembers
     assert fresh.load() is UNAVAILABLE and good["state"] == "pr"
     assert sentence(plugin.source.PullRequestStatus(*_args(source)).__call__()) == said
 
@@ -96,8 +96,7 @@ def test_a_rate_limit_says_until_when_and_nothing_is_asked_before_then(shop, git
 
 def test_a_server_that_hangs_ends_in_the_timeout(shop, github):
     github.state["mode"] = "hang"
-    shop.configure(NAME, timeout=1.0)
-    source = source_at(shop.location)
+    source = source_at(shop.location, {"timeout": 1.0})
 
     started = time.monotonic()
     value = source.load()
@@ -209,8 +208,24 @@ def test_a_gh_that_hangs_is_killed_at_its_deadline(shop, github, monkeypatch, tm
     assert time.monotonic() - started < 6
     assert sentence(value).startswith("no GitHub token")
     child = int((tmp_path / "child").read_text())
-    time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert wait_until(lambda: not alive(child)), "gh's own child outlived it: the group was not killed"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(done, seconds: float = 10.0) -> bool:
+    ends = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > ends:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 # -- the token is never printed -------------------------------------------------------------------

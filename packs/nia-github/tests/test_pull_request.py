@@ -6,7 +6,7 @@ import pytest
 
 import nia_github as plugin
 from fakegithub import check_run, pull_request, review_thread
-from helpers import NAME, SHA, source_at, write_checkout
+from helpers import NAME, SHA, host_with_plugin, source_at, write_checkout
 
 BASELINE = (
     'GitHub: branch `feature` has pull request #12 in `acme/shop`: "Fix the login page" (open; review required).\n'
@@ -21,11 +21,11 @@ def test_the_baseline_names_the_pull_request_its_checks_and_open_threads(shop, n
     assert nia_boundaries.drive(plugin, name=NAME).baseline == BASELINE
 
 
-def test_a_check_that_finishes_is_one_update(shop, github, nia_boundaries):
+def test_a_check_that_finishes_is_one_update(shop, github, nia_boundaries, settled):
     def tests_fail():
         github.repo()["check_runs"][SHA][1] = check_run("tests (3.12)", "completed", "failure", run_id=2)
 
-    texts = nia_boundaries.drive(plugin, tests_fail, name=NAME)
+    texts = nia_boundaries.drive(plugin, settled(tests_fail), name=NAME)
 
     assert texts.updates == [
         "GitHub, pull request #12 (branch `feature`):\n"
@@ -43,14 +43,14 @@ def test_nothing_changed_nothing_said_and_unchanged_lists_cost_no_rate_limit(sho
     assert any("If-None-Match" in r["headers"] for r in gets)  # asked again conditionally: a 304 is free
 
 
-def test_review_merge_and_threads_change_together(shop, github, nia_boundaries):
+def test_review_merge_and_threads_change_together(shop, github, nia_boundaries, settled):
     def approved_and_merged():
         repo = github.repo()
         repo["decisions"]["12"] = "APPROVED"
         repo["pulls"][0] = pull_request(12, "Fix the login page", sha=SHA, state="closed", merged=True)
         repo["threads"]["12"][0]["isResolved"] = True
 
-    texts = nia_boundaries.drive(plugin, approved_and_merged, name=NAME)
+    texts = nia_boundaries.drive(plugin, settled(approved_and_merged), name=NAME)
 
     assert texts.updates == [
         "GitHub, pull request #12 (branch `feature`):\n"
@@ -61,14 +61,14 @@ def test_review_merge_and_threads_change_together(shop, github, nia_boundaries):
     ]
 
 
-def test_new_commits_give_the_new_head_and_its_checks(shop, github, nia_boundaries):
+def test_new_commits_give_the_new_head_and_its_checks(shop, github, nia_boundaries, settled):
     new = "b" * 40
 
     def push():
         github.repo()["pulls"][0] = pull_request(12, "Fix the login page", sha=new)
         github.repo()["check_runs"][new] = [check_run("lint", "queued", None, sha=new)]
 
-    texts = nia_boundaries.drive(plugin, push, name=NAME)
+    texts = nia_boundaries.drive(plugin, settled(push), name=NAME)
 
     assert texts.updates == [
         "GitHub, pull request #12 (branch `feature`):\n"
@@ -76,11 +76,11 @@ def test_new_commits_give_the_new_head_and_its_checks(shop, github, nia_boundari
     ]
 
 
-def test_no_pull_request_then_one_is_opened(nia_project, github, nia_boundaries):
+def test_no_pull_request_then_one_is_opened(nia_project, github, nia_boundaries, settled):
     write_checkout(nia_project.root)
 
     texts = nia_boundaries.drive(
-        plugin, lambda: github.repo()["pulls"].append(pull_request(7, "Add a cart", sha=SHA)), name=NAME
+        plugin, settled(lambda: github.repo()["pulls"].append(pull_request(7, "Add a cart", sha=SHA))), name=NAME
     )
 
     assert texts.baseline == "GitHub: branch `feature` has no pull request in `acme/shop`."
@@ -162,17 +162,17 @@ def test_a_bad_setting_is_one_line_naming_the_key(shop, setting, message):
     from nia_core import NiaError
 
     shop.configure(NAME, **setting)
+    host = host_with_plugin()
 
     with pytest.raises(NiaError, match=message):
-        source_at(shop.location)
+        host.assemble(host.open(shop.location))
 
 
 def test_the_number_of_comments_and_checks_shown_is_bounded(shop, github):
     repo = github.repo()
     repo["check_runs"][SHA] = [check_run(f"job {n:02d}", "completed", "failure", run_id=n) for n in range(12)]
     repo["threads"]["12"] = [review_thread(f"f{n}.py", n + 1, "dan", f"Comment {n}") for n in range(9)]
-    shop.configure(NAME, checks=2, comments=1)
-    source = source_at(shop.location)
+    source = source_at(shop.location, {"checks": 2, "comments": 1})
 
     text = source.baseline(source.load())
 
@@ -183,13 +183,13 @@ def test_the_number_of_comments_and_checks_shown_is_bounded(shop, github):
     ]
 
 
-def test_github_is_asked_at_most_once_per_refresh_interval(shop, github, monkeypatch):
-    monkeypatch.delenv("NIA_GITHUB_REFRESH")
-    shop.configure(NAME, refresh=30)
-    source = source_at(shop.location)
-
-    first = source.load()
+def test_github_is_asked_at_most_once_per_refresh_interval(shop, github, monkeypatch, nia_boundaries):
+    monkeypatch.delenv("NIA_GITHUB_REFRESH")  # the default interval, 60 s
+    conversation = nia_boundaries.conversation(plugin)
     asked = len(github.requests)
     github.repo()["pulls"][0]["title"] = "Renamed"
 
-    assert source.load() is first and len(github.requests) == asked
+    later = [conversation.boundary() for _ in range(3)]
+    conversation.close()
+
+    assert [b.kind for b in later] == ["unchanged"] * 3 and len(github.requests) == asked

@@ -224,3 +224,11 @@ def test_the_plugin_has_no_settings(nia_project):
     with pytest.raises(NiaError, match=r"\[plugins.nia-python\] has no setting 'colour'"):
         host = host_of(plugin, NAME)
         host.assemble(host.open(nia_project.location))
+
+
+def test_a_huge_name_is_shortened_not_refused(nia_project, nia_boundaries):
+    nia_project.write("pyproject.toml", f'[project]\nname = "{"x" * 2_000_000}"\nversion = "1"\n')
+
+    baseline = nia_boundaries.drive(plugin, name=NAME).baseline
+
+    assert "Python project (`pyproject.toml`): `xxxxx" in baseline and len(baseline) < 2_000

@@ -337,3 +337,13 @@ def test_other_hostile_caches_are_refused(project, nia_boundaries, tmp_path, pla
     baseline = nia_boundaries.drive(plugin, name=NAME).baseline
 
     assert baseline == unreadable(why)
+
+
+def test_huge_test_ids_keep_the_value_small(project, nia_boundaries):
+    touch_tests(project.root, "t.py")
+    write_lastfailed(project.root, [f"t.py::test[{n}{'😀' * 10_000}]" for n in range(20)])
+
+    texts = nia_boundaries.drive(plugin, name=NAME)  # strict: a value over nia's 1 MiB limit would fail here
+
+    assert texts.baseline.startswith(f"{PREFIX}: 20 tests failing: `t.py::test[0😀")
+    assert len(texts.baseline) < 20_000

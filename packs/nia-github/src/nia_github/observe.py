@@ -16,6 +16,7 @@ from typing import Any
 
 from nia_github.client import ApiError, Client
 from nia_github.repository import Target
+from nia_github.text import shorten
 
 MAX_RUNS = 200
 """Check runs a value holds (sorted by name); more are counted."""
@@ -112,7 +113,7 @@ def observe(client: Client, target: Target) -> dict[str, Any]:
     number = pull["number"]
     head = pull.get("head")
     sha = _text(head.get("sha")) if isinstance(head, dict) else ""
-    pr = {"number": number, "title": _text(pull.get("title")), "state": pr_state(pull)}
+    pr = {"number": number, "title": shorten(_text(pull.get("title")), 300), "state": pr_state(pull)}
 
     runs: list[list[str]] = []
     total, complete = 0, True
@@ -123,7 +124,7 @@ def observe(client: Client, target: Target) -> dict[str, Any]:
             key="check_runs",
             max_pages=MAX_RUN_PAGES,
         )
-        runs = sorted([_text(r.get("name")), verdict(r)] for r in found if isinstance(r, dict))
+        runs = sorted([shorten(_text(r.get("name")), 200), verdict(r)] for r in found if isinstance(r, dict))
         total = len(runs)
     counts: dict[str, int] = {}
     for _name, kind in runs:
@@ -168,9 +169,9 @@ def _threads(client: Client, target: Target, number: int) -> tuple[str | None, d
                 line = node.get("line")
                 first.append(
                     [
-                        _text(node.get("path")),
+                        shorten(_text(node.get("path")), 300),
                         line if isinstance(line, int) and not isinstance(line, bool) else None,
-                        _text(author),
+                        shorten(_text(author), 100),
                         excerpt(_text(comment.get("body"))),
                     ]
                 )

@@ -7,12 +7,18 @@ drive a terminal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 MAX_NAME = 300
 """Characters of one name (a test id, a path) shown; longer ones are shortened in the middle."""
 MAX_TEXT = 200
 """Characters of one message shown."""
+VALUE_BUDGET = 256 * 1024
+"""Bytes of JSON the names in one value may take, whatever they hold (nia refuses a value over 1 MiB)."""
 
 
 def _escape_char(ch: str) -> str:
@@ -65,6 +71,18 @@ def listing(names: Sequence[str], total: int, show: int, label: Callable[[str], 
     if rest > 0:
         shown.append(f"and {rest:,} more")
     return ", ".join(shown)
+
+
+def within(items: Sequence[T], budget: int = VALUE_BUDGET) -> list[T]:
+    """The first ``items`` whose JSON together stays within ``budget`` bytes (a value nia stores stays small)."""
+    kept: list[T] = []
+    used = 0
+    for item in items:
+        used += len(json.dumps(item))
+        if used > budget:
+            break
+        kept.append(item)
+    return kept
 
 
 def plural(count: int, one: str, many: str | None = None) -> str:

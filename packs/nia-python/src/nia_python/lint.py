@@ -27,12 +27,12 @@ from nia_core import ContextSource, Location, hookimpl
 
 from nia_python.layout import files, shown, why_not
 from nia_python.settings import MIB, check_keys, relative_path, whole
-from nia_python.text import code, plain, plural
+from nia_python.text import MAX_NAME, code, plain, plural, shorten, within
 
 NIA_NAMESPACE = "python"
 
 PLUGIN = "nia-python-lint"
-KEEP = 1000
+KEEP = 200
 TOOLS = {
     "ruff": ("Ruff", "ruff check --output-format json --output-file {file}"),
     "mypy": ("mypy", "mypy -O json . > {file}"),
@@ -133,7 +133,11 @@ def parse_results(data: bytes, root: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         return {"error": "is not valid JSON"}
     found.sort()
-    return {"findings": [list(f) for f in found[:KEEP]], "count": len(found), "files": len({f[0] for f in found})}
+    kept = [
+        [shorten(path, MAX_NAME), line, col, rule[:40], shorten(text, 300)]
+        for path, line, col, rule, text in found[:KEEP]
+    ]
+    return {"findings": within(kept), "count": len(found), "files": len({f[0] for f in found})}
 
 
 class Results:

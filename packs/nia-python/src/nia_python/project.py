@@ -24,7 +24,7 @@ from nia_core import ContextSource, Location, hookimpl
 
 from nia_python.layout import PYPROJECT_LIMIT, files, parse_toml, python_folder, shown, why_not
 from nia_python.settings import check_keys
-from nia_python.text import code, plain
+from nia_python.text import code, plain, shorten
 
 NIA_NAMESPACE = "python"
 
@@ -163,6 +163,8 @@ def project_value(data: bytes, file: str) -> dict[str, Any]:
     for key in ("name", "version", "requires_python"):
         if not isinstance(value.get(key), str) or not value[key].strip():
             value[key] = None
+        else:
+            value[key] = shorten(value[key], 200)
     return value
 
 

@@ -26,13 +26,14 @@ from nia_core import ContextSource, Location, hookimpl
 
 from nia_python.layout import files, python_folder, read_pyproject, shown, why_not
 from nia_python.settings import MIB, check_keys, relative_path, whole
-from nia_python.text import code, listing, plain, plural
+from nia_python.text import MAX_NAME, code, listing, plain, plural, shorten, within
 
 NIA_NAMESPACE = "python"
 
 PLUGIN = "nia-pytest"
 KEEP = 1000
-"""Failing node ids a value holds (sorted); more are counted. Deltas are exact up to this many."""
+"""Failing node ids a value holds (sorted, each at most 300 characters, 256 KiB of JSON in all); more are
+counted. Deltas are exact up to this many."""
 LASTFAILED = os.path.join("v", "cache", "lastfailed")
 
 
@@ -139,7 +140,12 @@ class Results:
             ids = [name for name in ids if name.split("::", 1)[0] not in gone]
         if not ids:
             return {**value, "state": "passing"}
-        return {**value, "state": "failing", "count": len(ids), "failing": ids[:KEEP]}
+        return {
+            **value,
+            "state": "failing",
+            "count": len(ids),
+            "failing": within([shorten(i, MAX_NAME) for i in ids[:KEEP]]),
+        }
 
     def _present(self, recorded: Any) -> tuple[bool, ...]:
         """Whether each test file ``recorded`` names exists (an empty name, a node id of the root, does)."""
