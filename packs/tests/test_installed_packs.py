@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
@@ -174,3 +175,15 @@ def test_a_scripted_session_tells_each_change_once(installed, tmp_path):
         )
         assert hook("UserPromptSubmit", prompt="Thanks.") is None
         assert all(TOKEN not in str(request["path"]) for request in server.requests)
+
+
+def test_docs_plugins_md_links_both_packs_as_worked_examples(installed):
+    doc = (REPOSITORY / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = doc.split("## Worked examples: the plugin packs in `packs/`", 1)[1].split("\n## ", 1)[0]
+
+    links = set(re.findall(r"\]\((\.\./packs/[^)]+)\)", section))
+    shown = re.search(r"^Plugins now available: (.+)$", section, re.MULTILINE)
+
+    assert links == {"../packs/nia-python/README.md", "../packs/nia-github/README.md"}
+    assert all((REPOSITORY / "docs" / link).resolve().is_file() for link in links)
+    assert shown is not None and set(shown[1].split(", ")) == PLUGINS  # the plugins installed here
