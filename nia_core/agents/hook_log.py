@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from nia_core.records import record
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -29,7 +27,7 @@ def log_dir() -> Path:
     return Path(state_home) / "nia" / "hooks"
 
 
-@record
+@dataclass
 class Entry:
     """One hook invocation."""
 
