@@ -49,7 +49,7 @@ from nia_core import ContextSource, SystemContext
 from nia_core.context import initialize, reconcile
 from nia_core.context.source import Constant
 from nia_core.runtime import Runtime
-from nia_core.sessions import Store, open_store
+from nia_core.sessions import open_store
 
 Row = tuple[str, list[int], list[float]]
 """``(what, work sizes, median ms at each)``."""
@@ -129,9 +129,10 @@ class Echo:
         return self.echo
 
 
-def files_rows(work: Path, high: int, repeats: int) -> list[Row]:
+def files_rows(work: Path, high: int, repeats: int) -> tuple[list[Row], list[str]]:
+    """The rows, and what went wrong at a size (a plugin past its deadline leaves the context blocked)."""
     sizes = decades(100, high)
-    first, unchanged = [], []
+    first, unchanged, notes = [], [], []
     for count in sizes:
         root = work / f"files-{count}"
         make_files_project(root, count)
@@ -142,20 +143,20 @@ def files_rows(work: Path, high: int, repeats: int) -> list[Row]:
             runtime = Runtime()  # a fresh process's: nothing read or rendered yet
             with open_store(url) as store:
                 session_id = runtime.create_session(store, root, "echo/echo").id
-
-                def turn(
-                    text: str, runtime: Runtime = runtime, store: Store = store, session: str = session_id
-                ) -> None:
-                    runtime.turn(store, session, text, providers=Echo())  # type: ignore[arg-type]
-
-                firsts.append(timed(lambda: turn("first"), 1))
-                steady.append(timed(lambda: turn("again"), 3))
+                for text, samples, times in (("first", firsts, 1), ("again", steady, 3)):
+                    for _ in range(times):
+                        started = time.perf_counter()
+                        report = runtime.turn(store, session_id, text, providers=Echo())  # type: ignore[arg-type]
+                        samples.append((time.perf_counter() - started) * 1000)
+                        if report.reply is None:
+                            notes.append(f"{count:,} files: {report.result} ({'; '.join(report.warnings)})")
         first.append(statistics.median(firsts))
         unchanged.append(statistics.median(steady))
-    return [
+    rows = [
         ("context files: a session's first turn (read, render, store)", sizes, first),
         ("context files: an unchanged turn", sizes, unchanged),
     ]
+    return rows, sorted(set(notes))
 
 
 # -- sessions in one database -------------------------------------------------------------
@@ -259,15 +260,19 @@ def main() -> None:
         work = Path(tmp)
         os.environ.update(XDG_STATE_HOME=str(work / "state"), XDG_CACHE_HOME=str(work / "cache"))
         rows: list[Row] = []
+        notes: list[str] = []
         if "sources" in chosen:
             rows += sources_rows(args.repeats)
         if "files" in chosen:
-            rows += files_rows(work, args.max_files, args.repeats)
+            found, notes = files_rows(work, args.max_files, args.repeats)
+            rows += found
         if "sessions" in chosen:
             rows += sessions_rows(work, args.max_sessions, args.repeats)
         os.chdir(HERE)
     del quiet
     print_rows(rows)
+    for note in notes:
+        print(f"not replied: {note}")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 

@@ -337,6 +337,8 @@ class DevSession:
         with self._lock:
             started = time.perf_counter()
             changed = None if paths is None else {Path(os.path.abspath(p)) for p in paths}
+            if changed is not None and any(p == base or p in base.parents for p in changed for base in self._bases):
+                changed = None  # a plugin folder itself came or went (a rename of .nia): all of it changed
             plan = _Plan()
             config_changed = self._refresh_config(changed, plan)
             if changed is None or any(self._in_local_folder(p) for p in changed):
