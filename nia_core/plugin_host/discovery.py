@@ -11,7 +11,7 @@ import os
 import time
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,13 @@ from nia_core.plugin_host.manager import PluginError, PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
 from nia_core.process import note_plugin_module
 from nia_core.project.paths import shown_path
-from nia_core.records import record
 
 ENTRY_POINT_GROUP = "nia"
 log = lazy_logger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
-@record
+@dataclass
 class Selection:
     """Which plugins may load: the switches from the environment, flags and config."""
 

@@ -22,13 +22,12 @@ import sys
 import threading
 import types
 from collections.abc import Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from nia_core.files import Refused, read_checked
-from nia_core.records import record
 
 if TYPE_CHECKING:  # importing it costs every `nia` call; only nia dev needs it, and passes entry points in
     import importlib_metadata
@@ -280,7 +279,7 @@ def compile_from_source(packages: Iterable[str]) -> EditableSourceFinder:
     return EDITABLE_FINDER
 
 
-@record
+@dataclass
 class EditablePackage:
     """A top-level package of an editable-installed distribution that declares nia plugins."""
 
