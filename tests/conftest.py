@@ -21,6 +21,10 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         "NIA_TIMEZONE",
         "NIA_HOOK_LOG",
         "CODEX_HOME",
+        "COPILOT_HOME",
+        "COPILOT_CLI",
+        "COPILOT_ALLOW_ALL",
+        "OPENCODE_DB",
     ):
         monkeypatch.delenv(name, raising=False)
     return home

@@ -1,5 +1,5 @@
 """Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex, Gemini CLI,
-Qwen Code) get nia's context.
+OpenCode, GitHub Copilot CLI, Qwen Code) get nia's context.
 
 Each host is one module of facts (:mod:`nia_core.agents.claude_code`,
 :mod:`nia_core.agents.codex`) whose ``ADAPTER`` says how its hooks talk, what
@@ -22,7 +22,9 @@ from nia_core.agents.contract import HookInput, HostAdapter, HostInputError
 ADAPTERS: dict[str, str] = {
     "claude-code": "nia_core.agents.claude_code",
     "codex": "nia_core.agents.codex",
+    "copilot": "nia_core.agents.copilot",
     "gemini": "nia_core.agents.gemini",
+    "opencode": "nia_core.agents.opencode",
     "qwen-code": "nia_core.agents.qwen_code",
 }
 """Every agent host nia has hooks for: host name -> the module whose ``ADAPTER`` holds its facts.
