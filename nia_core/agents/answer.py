@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 from nia_core.agents import hook_log
@@ -31,7 +31,6 @@ from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
-from nia_core.records import record
 from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ DEADLINE = 20.0
 """Seconds a hook may run before nia gives up (the host's own timeout for it is longer)."""
 
 
-@record
+@dataclass
 class HookRun:
     """What one hook invocation prints, and what it logs."""
 

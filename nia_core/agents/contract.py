@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nia_core.digest import sha256_hex
-from nia_core.records import record
 
 if TYPE_CHECKING:
     from nia_core.agents.transcript import Transcript
@@ -35,7 +34,7 @@ class HostInputError(ValueError):
     """The hook's stdin is not what the host documents (named in the message)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HookInput:
     """One hook invocation, as the host described it on stdin."""
 
@@ -50,7 +49,7 @@ class HookInput:
     """What the hook's own process learnt about the host process it runs under (:attr:`HostAdapter.caller`)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class InputKeys:
     """The names of the hook input's members (Claude Code's, which most command-hook hosts copy)."""
 
@@ -63,7 +62,7 @@ class InputKeys:
     """``""``: the input names no transcript (the adapter's :attr:`HostAdapter.conversation` finds the host's store)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class NativeFiles:
     """Instruction files a host loads into every session on its own, for a range of its versions."""
 
@@ -75,7 +74,7 @@ class NativeFiles:
     """nia's context sources that deliver exactly those files; left to the host by default."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SettingsPlaces:
     """Where a host reads its hook entries, per scope (each a path of names)."""
 
@@ -90,7 +89,7 @@ class SettingsPlaces:
     """The host's personal, uncommitted project scope, when it has one (``.claude/settings.local.json``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HookFormat:
     """How one of nia's hook entries is written in the host's JSON settings file."""
 
@@ -107,7 +106,7 @@ class HookFormat:
     """Members the file must hold at its top level beside ``hooks`` (``{"version": 1}``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Switch:
     """A TOML setting the host needs before it runs any hook, in a file beside the hooks file of each scope."""
 
@@ -117,7 +116,7 @@ class Switch:
     key: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class PluginModule:
     """A host that runs nia from a code module it loads (OpenCode's plugins) rather than from settings entries.
 
@@ -139,7 +138,7 @@ class PluginModule:
     module holds this machine's path to nia, so it is not committed (nia writes, and removes, those lines)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HostAdapter:
     """One agent host, as facts: how its hooks talk, what it records, what it loads itself, where its settings live.
 

@@ -12,12 +12,10 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from nia_core.records import record
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -31,7 +29,7 @@ def log_dir() -> Path:
     return Path(state_home) / "nia" / "hooks"
 
 
-@record
+@dataclass
 class Entry:
     """One hook invocation."""
 

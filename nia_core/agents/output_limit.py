@@ -14,15 +14,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from nia_core.digest import sha256_hex
-from nia_core.records import record
 
 FOLDER = "hook-output"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Fitted:
     text: str
     """What to print."""

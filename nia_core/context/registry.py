@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn
 
 from nia_core.context.concurrent import call_all
@@ -25,7 +25,6 @@ from nia_core.context.system import SystemContext
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
 from nia_core.lazylog import lazy_logger
-from nia_core.records import record
 
 log = lazy_logger("nia.registry")
 
@@ -33,7 +32,7 @@ Producer = Callable[[Location], Any]
 ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Contribution:
     key: str
     producer: Producer
@@ -54,7 +53,7 @@ class Contribution:
         return (self.priority, self.key)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Problem:
     """A contribution that was left out of this load, and why."""
 
@@ -73,7 +72,7 @@ class Problem:
         return f"{self.contributor}: {self.message}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Assembly:
     """One load of a Location's context."""
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from nia_core.context.codec import JSON, Codec
 from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
 from nia_core.files import CachedFile
-from nia_core.records import record
 
 
 class Unavailable(enum.Enum):
@@ -56,7 +55,7 @@ class Constant:
         return f"Constant({self.value!r})"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class ContextSource:
     """A keyed value the model should know about, with the text that tells it.
 

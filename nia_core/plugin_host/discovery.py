@@ -11,7 +11,7 @@ import os
 import time
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,13 @@ from nia_core.plugin_host.manager import PluginError, PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
 from nia_core.process import note_plugin_module
 from nia_core.project.paths import shown_path
-from nia_core.records import record
 
 ENTRY_POINT_GROUP = "nia"
 log = lazy_logger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
-@record
+@dataclass
 class Selection:
     """Which plugins may load: the switches from the environment, flags and config."""
 
@@ -334,22 +333,23 @@ def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) -> None:
+def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path], project: Path | None = None) -> None:
+    """Import each local plugin of ``folders``; one found inside ``project`` must keep its modules inside it."""
     steps: list[tuple[PluginInfo, Callable[[], Any]]] = []
     for folder in folders:
         found = local_plugin_paths(folder)
         if found:  # the import machinery of local plugins, only for a folder that holds some
-            from nia_core.plugin_host.localimport import module_name
+            from nia_core.plugin_host.localimport import edge_of, module_name
         for name, path in found:
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
-            steps.append((info, _local_import(name, path)))
+            steps.append((info, _local_import(name, path, None if project is None else edge_of(path, project))))
     _load_in_turn(host, selection, steps, lambda info, existing: existing.path != info.path)
 
 
-def _local_import(name: str, path: Path) -> Callable[[], Any]:
+def _local_import(name: str, path: Path, edge: Path | None) -> Callable[[], Any]:
     from nia_core.plugin_host.localimport import import_local
 
-    return lambda: import_local(name, path)
+    return lambda: import_local(name, path, edge)
 
 
 def _nia_version() -> str:

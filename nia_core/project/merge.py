@@ -18,6 +18,7 @@ import stat
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,7 +36,6 @@ from nia_core.project.paths import (
     inside,
     relative,
 )
-from nia_core.records import record
 
 MAX_FILES_PER_DIRECTORY = 100
 MAX_FILE_BYTES = 1024 * 1024
@@ -49,7 +49,7 @@ FILES = StatCache()
 """File contents shared by classification and the per-file loaders: one read per change."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ContextFile:
     """One file that made it into a category, with where it came from."""
 
@@ -66,7 +66,7 @@ class ContextFile:
     """The folder entry it was expanded from, as written, with a trailing ``/``."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Skip:
     """A file left out, and why."""
 
@@ -80,7 +80,7 @@ class Skip:
         return f"Skipped: {self.original_path} ({self.reason})"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Merged:
     files: tuple[ContextFile, ...] = ()
     skipped: tuple[Skip, ...] = ()

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from nia_core.lazylog import lazy_logger
 from nia_core.project.generated import GENERATED_NAMES
-from nia_core.records import record
 
-__all__ = ["GENERATED_NAMES", "log", "record"]
+__all__ = ["GENERATED_NAMES", "log"]
 
 log = lazy_logger("nia.plugins.git")

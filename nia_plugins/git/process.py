@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
-from nia_plugins.git.core_internals import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Budget:
     """The time one observation's git calls share: together they never take longer than ``seconds``."""
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 
-from nia_plugins.git.core_internals import log, record
+from nia_plugins.git.core_internals import log
 from nia_plugins.git.escape import plain
 from nia_plugins.git.process import Budget, Started, spawn
 from nia_plugins.git.repository import Repository, inside_any
@@ -97,7 +98,7 @@ def _git_in(folder: str) -> str | None:
     return None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GitProgram:
     """The git nia runs, and the ``PATH`` it runs with."""
 
