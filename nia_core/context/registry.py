@@ -136,6 +136,10 @@ class Scope:
         return f"Scope({self.name!r}{', closed' if self.closed else ''})"
 
 
+LATE_CLAUSE = "its sources are left out until it answers in time (a busy machine, a slow disk?)"
+"""Said of a contribution that ran past its deadline: the user's context is missing a part, and why."""
+
+
 class SystemContextRegistry:
     """Global producers, replayed into each open :class:`LocationContext`."""
 
@@ -280,7 +284,8 @@ class LocationContext:
         for contribution, outcome in zip(contributions, outcomes, strict=True):
             problem: Problem | None
             if outcome.status == "timeout":
-                problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
+                seconds = self.registry.producer_timeout
+                problem = _problem(contribution, "timeout", f"timed out after {seconds:g}s; {LATE_CLAUSE}")
             elif outcome.status == "error":
                 exc = outcome.error
                 problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {outcome.message}", exc)
