@@ -11,9 +11,12 @@ runner has opened its store and run one warm-up turn. The stores take turns in
 short slots (every store's runners are started first; only one store's runners
 turn at a time), so a busy spell of the shared machine hits every store alike.
 
-Stores: SQLite (WAL, one file, the default), PostgreSQL through the pooled
-``PostgresStore``, and the naive baseline: the same store opening a new
-connection for every transaction (what a runner pays without a pool).
+Stores: SQLite (WAL, one file, the default: every commit synced to disk),
+SQLite at ``synchronous=normal`` (no sync per commit: what the throwaway
+PostgreSQL server, started with ``fsync=off``, is compared with fairly when
+other work shares the disk), PostgreSQL through the pooled ``PostgresStore``,
+and the naive baseline: the same store opening a new connection for every
+transaction (what a runner pays without a pool).
 
 First, one runner drives ``--turns`` turns through a relay that counts round
 trips to PostgreSQL on the wire (bench/round_trips.py), and the table of round
@@ -272,6 +275,40 @@ def count_round_trips(url: str, turns: int, folder: Path) -> RoundTrips:
     return RoundTrips(steps, per_turn, max(plain, default=0), max(updated, default=0), (relay.syncs - syncs) / turns)
 
 
+def cpu_per_turn(url: str, turns: int, folder: Path, server: str | None) -> tuple[float, float]:
+    """CPU milliseconds per turn of one runner: its own thread's, and (PostgreSQL) its server backend's.
+
+    Unlike turns per second, this does not depend on what else the machine runs: on an idle machine
+    a runner's turn takes about its CPU, plus a store's waits (SQLite's syncs, round trips).
+    """
+    folder.mkdir()
+    set_value(folder, 0)
+    with open_store(url) as store:
+        session_id = store.create_session(str(folder), "echo/echo").id
+        for turn in range(20):
+            run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"warm-up {turn}")
+        backends: list[int] = []
+        if server is not None:
+            import psycopg
+
+            with psycopg.connect(server, autocommit=True) as conn:
+                backends = [
+                    row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE application_name = 'nia'")
+                ]
+        client, backend = time.thread_time(), sum(map(_process_cpu, backends))
+        for turn in range(turns):
+            if turn % 4 == 3:
+                set_value(folder, turn + 100)
+            run_turn(store, session_id, context_for, lambda _m: PROVIDER, text=f"turn {turn}")
+        return (time.thread_time() - client) / turns * 1000, (sum(map(_process_cpu, backends)) - backend) / turns * 1000
+
+
+def _process_cpu(pid: int) -> float:
+    """Seconds of CPU (user + system) process ``pid`` has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def fresh_postgres(url: str) -> Iterator[str]:
     sys.path.insert(0, str(HERE.parent / "tests" / "postgres"))
@@ -287,14 +324,16 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=8, help="slots the stores take turns in, per runner count")
     parser.add_argument("--runners", default="1,4,16", help="comma-separated runner counts")
     parser.add_argument("--turns", type=int, default=40, help="turns of the round-trip count (0: skip it)")
+    parser.add_argument("--cpu-turns", type=int, default=400, help="turns of the CPU-per-turn count (0: skip it)")
     args = parser.parse_args()
     counts = [int(n) for n in args.runners.split(",")]
 
     load_before = os.getloadavg()[0]
     server, cluster = postgres_url()
-    kinds = ["sqlite"] + (["postgres", "postgres-naive"] if server else [])
+    kinds = ["sqlite", "sqlite-normal"] + (["postgres", "postgres-naive"] if server else [])
     rows: dict[str, list[float]] = {kind: [] for kind in kinds}
     trips: RoundTrips | None = None
+    cpu: dict[str, tuple[float, float]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="nia-bench-") as tmp:
             if server and args.turns:
@@ -303,12 +342,22 @@ def main() -> None:
                 with fresh_postgres(server) as url:
                     open_store(url).close()
                     trips = count_round_trips(url, args.turns, folder)
+            if args.cpu_turns:
+                cpu["sqlite"] = cpu_per_turn(f"sqlite://{tmp}/cpu.db", args.cpu_turns, Path(tmp) / "cpu-a", None)
+                cpu["sqlite-normal"] = cpu_per_turn(
+                    f"sqlite://{tmp}/cpu-n.db?synchronous=normal", args.cpu_turns, Path(tmp) / "cpu-b", None
+                )
+                if server:
+                    with fresh_postgres(server) as url:
+                        open_store(url).close()
+                        cpu["postgres"] = cpu_per_turn(url, args.cpu_turns, Path(tmp) / "cpu-c", server)
             for runners in counts:
                 folder = Path(tmp) / f"{runners}-{secrets.token_hex(3)}"
                 folder.mkdir()
                 with contextlib.ExitStack() as stack:
-                    urls = {"sqlite": f"sqlite://{folder}/nia.db"}
-                    for kind in kinds[1:]:
+                    urls = {"sqlite": f"sqlite://{folder}/nia.db", "sqlite-normal": f"sqlite://{folder}/nn.db"}
+                    urls["sqlite-normal"] += "?synchronous=normal"
+                    for kind in kinds[2:]:
                         urls[kind] = stack.enter_context(fresh_postgres(server or ""))
                         open_store(urls[kind]).close()  # migrate once, before the runners race
                     rates = measure(urls, runners, args.seconds, args.slots, folder)
@@ -334,6 +383,7 @@ def main() -> None:
         print()
     labels = {
         "sqlite": "SQLite (WAL, one file)",
+        "sqlite-normal": "SQLite, synchronous=normal (no sync per commit)",
         "postgres": "PostgreSQL, pooled (PostgresStore)",
         "postgres-naive": "PostgreSQL, connect per transaction (naive)",
     }
@@ -351,8 +401,21 @@ def main() -> None:
     for kind, values in rows.items():
         print(f"{labels[kind]:<46}" + "".join(f"{v:>13.0f}" for v in values))
     if "postgres" in rows:
-        ratios = [pg / lite for pg, lite in zip(rows["postgres"], rows["sqlite"], strict=True)]
-        print(f"{'PostgreSQL pooled / SQLite':<46}" + "".join(f"{r:>12.0%} " for r in ratios))
+        for kind in ("sqlite", "sqlite-normal"):
+            ratios = [pg / lite for pg, lite in zip(rows["postgres"], rows[kind], strict=True)]
+            label = f"PostgreSQL pooled / {'SQLite' if kind == 'sqlite' else 'SQLite, normal'}"
+            print(f"{label:<46}" + "".join(f"{r:>12.0%} " for r in ratios))
+        print("(the test server runs with fsync=off: against SQLite syncing every commit, a disk others share")
+        print(" favours PostgreSQL; against SQLite at synchronous=normal, both wait for no disk)")
+    if cpu:
+        print()
+        print(f"CPU per turn, one runner, {args.cpu_turns} turns (ms: the runner's thread + its server backend)")
+        for kind, (client, backend) in cpu.items():
+            print(f"{labels[kind]:<46}{client:>8.2f} + {backend:.2f} = {client + backend:.2f}")
+        if "postgres" in cpu:
+            total = sum(cpu["postgres"])
+            for kind in ("sqlite", "sqlite-normal"):
+                print(f"  {labels[kind]} / PostgreSQL: {sum(cpu[kind]) / total:.0%}")
     if not server:
         print(f"(PostgreSQL skipped: {cluster})")
 

@@ -1,12 +1,16 @@
-"""How each cost grows with its own work: sources, context files, sessions in one database.
+"""How each cost grows with its own work: sources, context files, plugins installed, sessions in one database.
 
-    python bench/bench_growth.py [--only sources,files,sessions] [--max-files 100000] [--max-sessions 100000]
+    python bench/bench_growth.py [--only sources,files,plugins,sessions] [--max-files 100000]
+                                 [--max-sessions 100000]
 
 Each row measures one cost at work sizes a decade apart and prints, between
 each pair of sizes, its growth exponent: the slope of log(cost) over
 log(work). 1.0 is linear (ten times the work, ten times the cost), 0 is flat;
 above about 1.15 a cost grows faster than its work, and
-``docs/performance.md`` says what was done about it. Medians of repeats; the
+``docs/performance.md`` says what was done about it. Each cost is printed twice,
+medians of repeats: wall time, and CPU time (this process's threads and the
+processes it waited for), which the machine's load blurs far less: a process
+that hands work to a thread waits for a time slice on a busy machine. The
 machine's load is printed before and after.
 
 - **sources** (10 → 10,000): a System Context of N sources (a ``Constant``
@@ -16,14 +20,20 @@ machine's load is printed before and after.
   ``directory`` entries of 100 files (the most one entry takes), ~200 bytes
   each, through the real plugin host (``Runtime``): the first boundary of a
   session (read, render, store) and an unchanged one.
+- **plugins** (0, 20, 200): N installed distributions, each a nia plugin
+  contributing one source through its ``nia`` entry point, in a folder of their
+  own on the path: a whole ``nia context show`` process (``PYTHONPATH``; the
+  entry-point scan cached, as after the first run), and an unchanged turn of a
+  session in one process (``Runtime``, the folder on ``sys.path``).
 - **sessions** (1,000 → 100,000): an SQLite database of N sessions (each an
   epoch and two messages: rows copied with SQL from one real session, with
   creation times spread over the last N minutes), through the CLI in-process:
   ``nia session list``, ``nia session prune`` of the oldest 1% (``--yes``), and
   one ``nia session send`` to a session named by an id prefix.
 
-Messages in a session are ``bench/bench_turns.py``; plugins installed,
-``bench/bench_startup.py``; concurrent runners, ``bench/bench_boundaries.py``.
+Messages in a session are ``bench/bench_turns.py``; concurrent runners,
+``bench/bench_boundaries.py``; plugins among other installed distributions,
+``bench/bench_startup.py``.
 """
 
 from __future__ import annotations
@@ -33,15 +43,19 @@ import hashlib
 import io
 import math
 import os
+import resource
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import redirect_stdout
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from click.testing import CliRunner
 
@@ -49,20 +63,42 @@ from nia_core import ContextSource, SystemContext
 from nia_core.context import initialize, reconcile
 from nia_core.context.source import Constant
 from nia_core.runtime import Runtime
-from nia_core.sessions import Store, open_store
+from nia_core.sessions import open_store
 
-Row = tuple[str, list[int], list[float]]
-"""``(what, work sizes, median ms at each)``."""
+T = TypeVar("T")
 
 
-def timed(action: Callable[[], object], repeats: int) -> float:
-    """Median milliseconds of ``action`` over ``repeats`` runs."""
-    samples = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+class Cost(NamedTuple):
+    """Milliseconds of one run, or the medians of several: wall time, and the CPU time of this process and the
+    processes it waited for (threads included), which a busy machine blurs far less."""
+
+    wall: float
+    cpu: float
+
+
+Row = tuple[str, list[int], list[Cost]]
+"""``(what, work sizes, the median cost at each)``."""
+
+
+def cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def measure(action: Callable[[], T]) -> tuple[Cost, T]:
+    """One run of ``action``: its cost and what it returned."""
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    result = action()
+    return Cost((time.perf_counter() - wall) * 1000, (cpu_seconds() - cpu) * 1000), result
+
+
+def median(costs: list[Cost]) -> Cost:
+    return Cost(statistics.median(c.wall for c in costs), statistics.median(c.cpu for c in costs))
+
+
+def timed(action: Callable[[], object], repeats: int) -> Cost:
+    """The median cost of ``action`` over ``repeats`` runs."""
+    return median([measure(action)[0] for _ in range(repeats)])
 
 
 def decades(low: int, high: int) -> list[int]:
@@ -129,32 +165,92 @@ class Echo:
         return self.echo
 
 
-def files_rows(work: Path, high: int, repeats: int) -> list[Row]:
+def files_rows(work: Path, high: int, repeats: int) -> tuple[list[Row], list[str]]:
+    """The rows, and what went wrong at a size (a plugin past its deadline leaves the context blocked)."""
     sizes = decades(100, high)
-    first, unchanged = [], []
+    first: list[Cost] = []
+    unchanged: list[Cost] = []
+    notes: list[str] = []
     for count in sizes:
         root = work / f"files-{count}"
         make_files_project(root, count)
         url = f"sqlite:///{work / f'files-{count}.db'}"
         runs = max(2, repeats // 4) if count >= 10_000 else repeats
-        firsts, steady = [], []
+        firsts: list[Cost] = []
+        steady: list[Cost] = []
         for _ in range(runs):
             runtime = Runtime()  # a fresh process's: nothing read or rendered yet
             with open_store(url) as store:
                 session_id = runtime.create_session(store, root, "echo/echo").id
-
-                def turn(
-                    text: str, runtime: Runtime = runtime, store: Store = store, session: str = session_id
-                ) -> None:
-                    runtime.turn(store, session, text, providers=Echo())  # type: ignore[arg-type]
-
-                firsts.append(timed(lambda: turn("first"), 1))
-                steady.append(timed(lambda: turn("again"), 3))
-        first.append(statistics.median(firsts))
-        unchanged.append(statistics.median(steady))
-    return [
+                turn = partial(runtime.turn, store, session_id, providers=Echo())
+                for text, samples, times in (("first", firsts, 1), ("again", steady, 3)):
+                    for _ in range(times):
+                        cost, report = measure(partial(turn, text))
+                        samples.append(cost)
+                        if report.reply is None:
+                            notes.append(f"{count:,} files: {report.result} ({'; '.join(report.warnings)})")
+        first.append(median(firsts))
+        unchanged.append(median(steady))
+    rows = [
         ("context files: a session's first turn (read, render, store)", sizes, first),
         ("context files: an unchanged turn", sizes, unchanged),
+    ]
+    return rows, sorted(set(notes))
+
+
+# -- plugins installed ------------------------------------------------------------------
+
+PLUGIN = """\
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="{name}/x", load=lambda: 1, baseline=lambda v: "{name} says " + str(v))]
+"""
+
+
+def install_plugins(site: Path, tag: str, count: int) -> None:
+    """``count`` distributions as pip leaves them (a package, a ``*.dist-info``), each a nia plugin."""
+    site.mkdir(parents=True)
+    for index in range(count):
+        name = f"growth_{tag}_{index:03d}"
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text(PLUGIN.format(name=name.replace("_", "-")))
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[nia]\n{name.replace('_', '-')} = {name}\n")
+        (info / "RECORD").write_text(f"{name}/__init__.py,,\n{info.name}/METADATA,,\n")
+
+
+def plugins_rows(work: Path, repeats: int) -> list[Row]:
+    sizes = [0, 20, 200]
+    shown, unchanged = [], []
+    project = work / "plugins-project"
+    (project / ".nia").mkdir(parents=True)
+    (project / ".nia" / "project.toml").write_text('[project]\nname = "plugins"\n')
+    show = [str(Path(sys.executable).with_name("nia")), "context", "show"]
+    for count in sizes:
+        site = work / f"plugins-{count}"
+        install_plugins(site, f"p{count}", count)
+        env = {**os.environ, "PYTHONPATH": str(site), "PYTHONDONTWRITEBYTECODE": ""}
+        first = subprocess.run(show, cwd=project, env=env, capture_output=True, text=True, check=False)
+        assert first.returncode == 0 and (count == 0 or f"p{count}-{count - 1:03d} says 1" in first.stdout), first
+        quiet = {"cwd": project, "env": env, "stdout": subprocess.DEVNULL, "check": True}
+        shown.append(timed(lambda quiet=quiet: subprocess.run(show, **quiet), repeats))
+        sys.path.insert(0, str(site))
+        try:
+            runtime = Runtime()
+            with open_store(f"sqlite:///{work / f'plugins-{count}.db'}") as store:
+                session_id = runtime.create_session(store, project, "echo/echo").id
+                turn = partial(runtime.turn, store, session_id, providers=Echo())
+                turn("first")
+                unchanged.append(timed(lambda turn=turn: turn("again"), repeats))
+        finally:
+            sys.path.remove(str(site))
+    return [
+        ("plugins installed: nia context show (a whole process)", sizes, shown),
+        ("plugins installed: an unchanged turn", sizes, unchanged),
     ]
 
 
@@ -239,16 +335,19 @@ def exponent(low: int, high: int, cost_low: float, cost_high: float) -> float:
 
 def print_rows(rows: list[Row]) -> None:
     for what, sizes, costs in rows:
-        points = "  ".join(f"{size:,}: {cost:,.2f} ms" for size, cost in zip(sizes, costs, strict=True))
-        slopes = ", ".join(
-            f"{exponent(sizes[i], sizes[i + 1], costs[i], costs[i + 1]):.2f}" for i in range(len(sizes) - 1)
-        )
-        print(f"{what}\n    {points}\n    growth exponent per decade: {slopes}")
+        print(what)
+        for name, values in (("wall", [c.wall for c in costs]), ("CPU", [c.cpu for c in costs])):
+            points = "  ".join(f"{size:,}: {value:,.2f} ms" for size, value in zip(sizes, values, strict=True))
+            slopes = ", ".join(
+                f"{exponent(sizes[i], sizes[i + 1], values[i], values[i + 1]):.2f}" if sizes[i] else "-"
+                for i in range(len(sizes) - 1)
+            )
+            print(f"    {name:>4}  {points}   growth exponent per decade: {slopes}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="sources,files,sessions")
+    parser.add_argument("--only", default="sources,files,plugins,sessions")
     parser.add_argument("--max-files", type=int, default=100_000)
     parser.add_argument("--max-sessions", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=12)
@@ -259,15 +358,21 @@ def main() -> None:
         work = Path(tmp)
         os.environ.update(XDG_STATE_HOME=str(work / "state"), XDG_CACHE_HOME=str(work / "cache"))
         rows: list[Row] = []
+        notes: list[str] = []
         if "sources" in chosen:
             rows += sources_rows(args.repeats)
         if "files" in chosen:
-            rows += files_rows(work, args.max_files, args.repeats)
+            found, notes = files_rows(work, args.max_files, args.repeats)
+            rows += found
+        if "plugins" in chosen:
+            rows += plugins_rows(work, args.repeats)
         if "sessions" in chosen:
             rows += sessions_rows(work, args.max_sessions, args.repeats)
         os.chdir(HERE)
     del quiet
     print_rows(rows)
+    for note in notes:
+        print(f"not replied: {note}")
     print(f"load after: {os.getloadavg()[0]:.2f}")
 
 

@@ -31,6 +31,7 @@ import stat
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -263,6 +264,14 @@ class StatCache:
         self._derived: dict[tuple[str, str | None, int | None], tuple[Content, int]] = {}
         """How many of them hold a value derived from the slot's current content."""
         self._lock = threading.RLock()  # re-entrant: a collected loader's __del__ may run inside a locked section
+        _caches.add(self)
+
+    def files(self) -> dict[str, Signature]:
+        """Each file this cache holds, as an absolute path, with the signature of what it holds."""
+        with self._lock:
+            held = [(slot[0], sig) for slot, (sig, _) in self._entries.items()]
+            held += [(slot[0], sig) for slot, (sig, _) in self._texts.items()]
+        return {os.path.abspath(path): sig for path, sig in held}
 
     @staticmethod
     def _unchanged(key: str, cached: tuple[Signature, object] | None) -> bool:
@@ -433,6 +442,21 @@ class StatCache:
             for table in (self._entries, self._texts, self._derived):
                 for slot in [slot for slot in table if slot[0] == key]:
                     del table[slot]
+
+
+_caches: weakref.WeakSet[StatCache] = weakref.WeakSet()
+
+
+def files_read() -> dict[str, Signature]:
+    """Every file a :class:`StatCache` of this process holds, with the signature of what it holds.
+
+    A source's value came from these files, so whoever follows a project live
+    (``nia dev``, ``nia mcp``) watches them too, wherever they are.
+    """
+    found: dict[str, Signature] = {}
+    for cache in list(_caches):
+        found.update(cache.files())
+    return found
 
 
 class _Miss:

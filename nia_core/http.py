@@ -24,6 +24,11 @@ hold for every request, so they live in one place.
   proxy sees its host and port, never its headers or body.
 - **Redaction.** URLs in messages never show a userinfo password or query
   values; header values are never printed.
+
+Public (provisional, docs/plugins.md "What is public"): a plugin that calls a
+web service uses :func:`request` with a :class:`Deadline`, catches
+:class:`HttpFailure` and reads the :class:`Response`, so it inherits these
+rules instead of writing its own client.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from nia_core.errors import NiaError
+
+__all__ = ["CREDENTIAL_HEADERS", "Deadline", "HttpFailure", "Response", "origin", "redact_url", "request"]
 
 log = logging.getLogger("nia.http")
 

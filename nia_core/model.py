@@ -8,24 +8,23 @@ lower them to a wire format. They live here, below ``sessions`` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from nia_core.errors import NiaError, UsageError
-from nia_core.records import record
 
 MessageKind = Literal["user", "assistant", "tool_result", "system_update", "summary"]
 MESSAGE_KINDS: tuple[MessageKind, ...] = ("user", "assistant", "tool_result", "system_update", "summary")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ToolCall:
     id: str
     name: str
     arguments: dict[str, Any] = field(default_factory=dict)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Message:
     """One entry of the durable history.
 
@@ -69,7 +68,7 @@ def message_content(message: Message) -> dict[str, Any]:
     return content
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ModelRequest:
     """Everything a provider needs for one call: the epoch's baseline and projected history."""
 
@@ -80,7 +79,7 @@ class ModelRequest:
     messages: tuple[Message, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -88,7 +87,7 @@ class Usage:
     cache_write_tokens: int = 0
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Reply:
     """What a provider answered."""
 

@@ -6,20 +6,24 @@ sockets, and whatever resident a test started is stopped when it ends.
 """
 
 import tempfile
+from pathlib import Path
 
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("home")
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path, base: Path) -> str:
+    """Point HOME and the XDG folders at ``home``; drop nia's and the agents' switches (``base``: the temp root).
+
+    Returns the resident processes' own socket folder (``XDG_RUNTIME_DIR``): pass it to :func:`stop_residents`
+    when the test (or the module-scoped fixture) ends.
+    """
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     # A temporary folder is never inside a git work tree, even when the checkout holds the temp dir.
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(base))
     runtime = tempfile.mkdtemp(prefix="nia-run-")  # short: a socket path has at most 107 bytes
     monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
     monkeypatch.setenv("NIA_RESIDENT", "0")
@@ -32,8 +36,19 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         "NIA_TIMEZONE",
         "NIA_HOOK_LOG",
         "CODEX_HOME",
+        "COPILOT_HOME",
+        "COPILOT_CLI",
+        "COPILOT_ALLOW_ALL",
+        "OPENCODE_DB",
     ):
         monkeypatch.delenv(name, raising=False)
+    return runtime
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    runtime = isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
     yield home
     stop_residents(runtime)
 
@@ -45,7 +60,6 @@ def no_resident_outlives_the_run(tmp_path_factory):
     yield
     import os
     import signal
-    from pathlib import Path
 
     base = str(tmp_path_factory.getbasetemp()).encode()
     for entry in Path("/proc").iterdir() if Path("/proc/self").exists() else ():
@@ -98,8 +112,8 @@ def reset_nia_logging():
 def hook_mode(request, monkeypatch):
     """A test of agent hooks, twice: answered in the hook's own process, and by a resident process.
 
-    See tests/resident_helpers.py (what a test does in the resident mode); tests/agents and
-    tests/real_agents use it for every test, the hostile-repository cases where they run a hook.
+    See tests/resident_helpers.py (what a test does in the resident mode); tests/agents uses it for
+    every test, the hostile-repository cases where they run a hook, tests/real_agents one test per agent.
     """
     from tests.resident_helpers import resident_mode
 

@@ -150,7 +150,9 @@ def env_for_mode(env: dict[str, str]) -> dict[str, str]:
 
 
 def is_hook(args: tuple[str, ...] | list[str]) -> bool:
-    return len(args) >= 2 and args[-2] == "hook" and args[-1] in ("claude-code", "codex")
+    from nia_core.agents import ADAPTERS
+
+    return len(args) >= 2 and args[-2] == "hook" and args[-1] in ADAPTERS
 
 
 def warm(argv: list[str], env: dict[str, str], cwd: Path) -> None:

@@ -22,6 +22,7 @@ PUBLIC = {
     "nia_core.runtime",
     "nia_core.hookspecs",
     # provisional, documented as such in docs/plugins.md
+    "nia_core.http",  # the one HTTP client, for plugins that call a web service
     "nia_core.providers.remote",
     "nia_core.plugin_host.reload",
     "nia_core.plugin_host.watch",

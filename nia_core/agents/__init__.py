@@ -1,5 +1,5 @@
 """Agent hosts: the doors through which agents that own their conversation (Claude Code, Codex, Gemini CLI,
-Qwen Code) get nia's context.
+OpenCode, GitHub Copilot CLI, Qwen Code) get nia's context.
 
 Each host is one module of facts (:mod:`nia_core.agents.claude_code`,
 :mod:`nia_core.agents.codex`) whose ``ADAPTER`` says how its hooks talk, what
@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # imported on first use: the hook's thin client reads ADAPTER
 ADAPTERS: dict[str, str] = {
     "claude-code": "nia_core.agents.claude_code",
     "codex": "nia_core.agents.codex",
+    "copilot": "nia_core.agents.copilot",
     "gemini": "nia_core.agents.gemini",
+    "opencode": "nia_core.agents.opencode",
     "qwen-code": "nia_core.agents.qwen_code",
 }
 """Every agent host nia has hooks for: host name -> the module whose ``ADAPTER`` holds its facts.

@@ -19,11 +19,11 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from nia_core.agents import hook_log
-from nia_core.agents.contract import PROMPT, START, HookInput, HostAdapter, HostInputError
+from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
 from nia_core.agents.native import views
@@ -31,7 +31,6 @@ from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
-from nia_core.records import record
 from nia_core.terminal import guard_terminals
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ DEADLINE = 20.0
 """Seconds a hook may run before nia gives up (the host's own timeout for it is longer)."""
 
 
-@record
+@dataclass
 class HookRun:
     """What one hook invocation prints, and what it logs."""
 
@@ -77,8 +76,13 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str
         entry.outcome, entry.warnings = "failed", [str(exc)]
         return result
     entry.host_session, entry.event, entry.source, entry.cwd = hook.session_id, hook.event, hook.source, hook.cwd
+    entry.turn = adapter.turn(hook)
     if adapter.role(hook.event) is None:
         entry.outcome = "ignored"
+        return result
+    foreign = adapter.foreign(hook)
+    if foreign:  # another host runs this host's hooks and drops what they print: nothing may count as delivered
+        entry.outcome, entry.warnings = "ignored", [foreign]
         return result
     try:
         _answer(adapter, hook, runtime, result)
@@ -115,8 +119,9 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
             report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
         else:
             gone = False
-            if not starts and forked != "continued" and not _in_flight(adapter, hook, session.id):
-                missing, gone = _missing(adapter, store, session.id, hook.transcript_path, location.root)
+            checked = not starts and forked != "continued"
+            if checked and not _in_flight(adapter, hook, session.id) and not _same_prompt(entry, session.id):
+                missing, gone = _missing(adapter, store, session.id, hook, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
@@ -144,10 +149,13 @@ def _fork(
     (:attr:`HostAdapter.fork_recorded_late`) may not say yet: then nothing is
     said to the fork (``waiting``) until a hook of it can tell, rather than a
     baseline. A fork whose parent nia never attached to starts as usual ('').
+    A host that runs no hook for a fork (:attr:`HostAdapter.forks_copied`) is
+    asked at a conversation's first prompt.
     """
     role = adapter.role(hook.event)
     fork_start = role == START and hook.source in adapter.forks
-    if not fork_start and not _waiting_fork(session_id):
+    copied = adapter.forks_copied and role == PROMPT
+    if not fork_start and not copied and not _waiting_fork(session_id):
         return ""
     if store.state(session_id).epoch is not None:
         return ""
@@ -178,8 +186,7 @@ def _answered(
     """
     if hook.source != "compact" or not adapter.compaction or not adapter.compaction_recorded_first:
         return False
-    ancestors = adapter.ancestors(hook.transcript_path) if hook.transcript_path else ()
-    transcript = Transcript.open(hook.transcript_path, adapter.compaction, ancestors)
+    transcript = conversation(adapter, hook)
     if transcript is None or not transcript.is_compacted():
         return False
     epoch = store.state(session_id).epoch
@@ -204,6 +211,23 @@ def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
     return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
+def _same_prompt(entry: hook_log.Entry, session_id: str) -> bool:
+    """Whether nia's previous hook of this conversation answered this same prompt moments ago, and printed.
+
+    Two of nia's hooks can answer one prompt (installed at two scopes; a host
+    that runs them at once): the host records the prompt only after both
+    ran, so the first one's text is on its way, not lost. Looking for it
+    would send it again, or start a second epoch. Hooks of one conversation
+    run one at a time (:func:`hook_log.conversation_lock`), so the previous
+    one's log entry is there; one older than the host's own timeout for a
+    hook is from an earlier prompt.
+    """
+    previous = hook_log.last_entry(session_id)
+    if not entry.turn or previous is None or previous.get("turn") != entry.turn:
+        return False
+    return bool(previous.get("printed")) and hook_log.recent(previous, HOOK_TIMEOUT)
+
+
 def _printer(adapter: HostAdapter, root: os.PathLike[str] | str, transcript_path: str | None) -> Callable[[str], str]:
     """What nia prints for a text over ``adapter``'s limit in project ``root`` (pure: nothing is written)."""
     from pathlib import Path
@@ -219,8 +243,16 @@ def _printer(adapter: HostAdapter, root: os.PathLike[str] | str, transcript_path
     return printed_for
 
 
+def conversation(adapter: HostAdapter, hook: HookInput) -> Transcript | None:
+    """What the host recorded of this conversation: the transcript the hook input names, else the host's store."""
+    if adapter.conversation is not None:
+        return adapter.conversation(hook)
+    ancestors = adapter.ancestors(hook.transcript_path) if hook.transcript_path else ()
+    return Transcript.open(hook.transcript_path, adapter.compaction, ancestors)
+
+
 def _missing(
-    adapter: HostAdapter, store: Store, session_id: str, transcript_path: str | None, root: os.PathLike[str] | str
+    adapter: HostAdapter, store: Store, session_id: str, hook: HookInput, root: os.PathLike[str] | str
 ) -> tuple[list[str], bool]:
     """Admitted texts of the active epoch that never reached the host's transcript, oldest first.
 
@@ -232,8 +264,7 @@ def _missing(
     gone: none of its texts is there, or a compaction kept some of them but
     not the baseline. Without a readable transcript nothing is concluded.
     """
-    ancestors = adapter.ancestors(transcript_path) if transcript_path else ()
-    transcript = Transcript.open(transcript_path, adapter.compaction, ancestors)
+    transcript = conversation(adapter, hook)
     if transcript is None:
         return [], False
     state = store.state(session_id)
@@ -249,7 +280,7 @@ def _missing(
     texts = [text for text in texts if text.strip()]  # a blank text was never printed: nothing to look for
     if not texts:
         return [], False
-    printer = _printer(adapter, root, transcript_path)
+    printer = _printer(adapter, root, hook.transcript_path)
 
     def found_in(whole: bool) -> set[int]:
         outputs = transcript.outputs(adapter.output_marker, adapter.hook_outputs, whole=whole)
@@ -378,12 +409,26 @@ def answer(
         except OSError:
             data = b""
     chosen = adapter(host)
-    with stdout_to_stderr():
-        result = run(chosen, data, runtime, chosen.caller(os.getppid()))
-    result.entry.answered_by = "in-process"
-    result.entry.fallback = fallback
-    emit(result)
+    with hook_log.conversation_lock(session_of(chosen, data)):
+        with stdout_to_stderr():
+            result = run(chosen, data, runtime, chosen.caller(os.getppid()))
+        result.entry.answered_by = "in-process"
+        result.entry.fallback = fallback
+        emit(result)
     timer.cancel()
+
+
+def session_of(adapter: HostAdapter, data: bytes) -> str:
+    """The attached session a hook input is for (its lock's name); ``{host}-unattached`` when it names none.
+
+    The resident process takes the same lock: hooks of one conversation run one at a time wherever answered.
+    """
+    from nia_core.runtime.attached import attached_id
+
+    try:
+        return attached_id(adapter.name, adapter.parse(data).session_id)
+    except (HostInputError, NiaError):
+        return f"{adapter.name}-unattached"
 
 
 def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
@@ -392,17 +437,13 @@ def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
     The caller ends the process through :func:`nia_core.process.exit_command`, as every nia command
     does: a plugin's thread or ``atexit`` handler never keeps the agent waiting.
     """
-    from nia_core.lazylog import when_imported
     from nia_core.process import begin
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
-    if os.environ.get("NIA_DEBUG") == "1":
-        log_to_stderr()
-    else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
-        when_imported(log_to_stderr)
+    log_to_stderr()
     answer(host, Runtime(), data=data, fallback=fallback, seconds=seconds)
 
 

@@ -41,6 +41,9 @@ binary (``tests/real_agents``, ``docs/hosts.md``):
   ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``) happens after a turn's ``resume`` and
   ``UserPromptSubmit`` hooks, then runs ``compact``. ``claude -p /clear``
   starts a new session id with SessionStart ``clear``.
+- GitHub Copilot CLI runs this file's hooks too (with ``COPILOT_CLI=1``) and
+  drops their output: there the hook prints nothing
+  (:func:`nia_core.agents.copilot.under_copilot`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nia_core.agents.contract import HookInput, HostAdapter, NativeFiles, SettingsPlaces, characters
+from nia_core.agents.copilot import under_copilot
 from nia_core.agents.transcript import Transcript, version_field
 
 
@@ -163,4 +167,5 @@ ADAPTER = HostAdapter(
     git_snapshot_note="it also leaves out Claude Code's built-in commit and pull-request instructions",
     output_marker='"hook_additional_context"',
     hook_outputs=hook_outputs,
+    foreign=under_copilot,
 )

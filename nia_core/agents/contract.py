@@ -7,18 +7,23 @@ and the adapter says which document it checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nia_core.records import record
+if TYPE_CHECKING:
+    from nia_core.agents.transcript import Transcript
 
 START = "start"
 """The role of an event that begins or continues a conversation (Claude Code's ``SessionStart``)."""
 PROMPT = "prompt"
 """The role of an event that comes before each user turn (``UserPromptSubmit``): nia's safe boundary."""
+
+HOOK_TIMEOUT = 30
+"""Seconds a host lets nia's hook run (nia's own deadline is shorter; see :mod:`nia_core.agents.answer`)."""
 
 FRESH = ("startup", "clear", "compact")
 """``SessionStart`` sources that begin a fresh conversation for the model: a new context epoch."""
@@ -28,7 +33,7 @@ class HostInputError(ValueError):
     """The hook's stdin is not what the host documents (named in the message)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HookInput:
     """One hook invocation, as the host described it on stdin."""
 
@@ -43,18 +48,20 @@ class HookInput:
     """What the hook's own process learnt about the host process it runs under (:attr:`HostAdapter.caller`)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class InputKeys:
     """The names of the hook input's members (Claude Code's, which most command-hook hosts copy)."""
 
     event: str = "hook_event_name"
+    """``""``: the host does not name the event (GitHub Copilot CLI): every input is for the adapter's one event."""
     session: str = "session_id"
     cwd: str = "cwd"
     source: str = "source"
     transcript: str = "transcript_path"
+    """``""``: the input names no transcript (the adapter's :attr:`HostAdapter.conversation` finds the host's store)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class NativeFiles:
     """Instruction files a host loads into every session on its own, for a range of its versions."""
 
@@ -66,7 +73,7 @@ class NativeFiles:
     """nia's context sources that deliver exactly those files; left to the host by default."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SettingsPlaces:
     """Where a host reads its hook entries, per scope (each a path of names)."""
 
@@ -81,7 +88,7 @@ class SettingsPlaces:
     """The host's personal, uncommitted project scope, when it has one (``.claude/settings.local.json``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HookFormat:
     """How one of nia's hook entries is written in the host's JSON settings file."""
 
@@ -98,7 +105,7 @@ class HookFormat:
     """Members the file must hold at its top level beside ``hooks`` (``{"version": 1}``)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Switch:
     """A TOML setting the host needs before it runs any hook, in a file beside the hooks file of each scope."""
 
@@ -108,7 +115,29 @@ class Switch:
     key: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
+class PluginModule:
+    """A host that runs nia from a code module it loads (OpenCode's plugins) rather than from settings entries.
+
+    ``nia hook install`` writes the module at the host's settings place for
+    the scope (:attr:`HostAdapter.settings`), and recognises it exactly: a
+    file counts as nia's only when it is byte for byte what :attr:`render`
+    makes for the program it names, so uninstall never removes a file
+    someone edited.
+    """
+
+    render: Callable[[str], str]
+    """The module's text for a program (``/home/me/.venvs/nia/bin/nia``)."""
+    program: Callable[[str], str | None]
+    """The program a module's text runs, when the text is exactly what :attr:`render` makes for it."""
+    event: str
+    """The host's event the module answers (``chat.message``), for status and the hook log."""
+    ignored: tuple[str, ...] = ()
+    """Names, relative to the module's folder, that a ``.gitignore`` beside it keeps out of ``git status``: the
+    module holds this machine's path to nia, so it is not committed (nia writes, and removes, those lines)."""
+
+
+@dataclass(frozen=True)
 class HostAdapter:
     """One agent host, as facts: how its hooks talk, what it records, what it loads itself, where its settings live.
 
@@ -146,6 +175,10 @@ class HostAdapter:
     """Start sources of a conversation that begins as a copy of another (a fork): it continues the other's epoch."""
     fork_parent: Callable[[HookInput], str | None] = lambda hook: None
     """The host's session id of the conversation a fork copies, where the host says it (``None``: not known)."""
+    forks_copied: bool = False
+    """The host runs no hook for a fork, and copies the conversation into a new one (OpenCode's ``--fork``): at a
+    conversation's first prompt :attr:`fork_parent` says whether its record already holds nia's texts copied from
+    another conversation, and which."""
     fork_recorded_late: bool = False
     """Whether the host may say which conversation a fork copies only after the fork's first turn (its
     transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
@@ -189,6 +222,17 @@ class HostAdapter:
     start_recorded_late: bool = False
     """Whether the host writes a start hook's output to its transcript only after the next prompt's hook ran
     (so that prompt's hook must not look for it)."""
+    conversation: Callable[[HookInput], Transcript | None] | None = None
+    """Where the host keeps the conversation, when its hook input names no transcript: the host's store, read
+    as a :class:`~nia_core.agents.transcript.Transcript` (``None`` when there is none to read yet)."""
+    foreign: Callable[[HookInput], str] = lambda hook: ""
+    """Why this hook must print nothing (''): another host runs this host's hooks and drops their output
+    (GitHub Copilot CLI runs Claude Code's), so nothing printed there would reach a model."""
+    turn: Callable[[HookInput], str] = lambda hook: _turn(hook.raw)
+    """Which prompt a hook answers, as the host names it ('' when it does not): two of nia's hooks of one prompt
+    (a user-level and a project-level install) share it, and the second finds the first one's text on its way."""
+    module: PluginModule | None = None
+    """The host loads a code module nia writes instead of settings entries (OpenCode)."""
     output_marker: str = ""
     """A string every transcript line that records hook output contains (a cheap filter before parsing)."""
     hook_outputs: Callable[[Mapping[str, Any]], list[str]] = lambda record: []
@@ -222,7 +266,7 @@ class HostAdapter:
         if not isinstance(raw, dict):
             raise HostInputError(f"{self.title} hook input is not a JSON object")
         keys = self.input_keys
-        event = raw.get(keys.event)
+        event = raw.get(keys.event) if keys.event else next(iter(self.events))
         session_id = raw.get(keys.session)
         cwd = raw.get(keys.cwd)
         for key, value in ((keys.event, event), (keys.session, session_id), (keys.cwd, cwd)):
@@ -231,7 +275,7 @@ class HostAdapter:
             if not _clean_text(value):
                 raise HostInputError(f"{self.title} hook input: {key!r} holds a NUL byte or a lone surrogate")
         source = raw.get(keys.source)
-        transcript = raw.get(keys.transcript)
+        transcript = raw.get(keys.transcript) if keys.transcript else None
         return HookInput(
             event=str(event),
             session_id=str(session_id),
@@ -280,6 +324,16 @@ def _clean_text(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _turn(raw: Mapping[str, Any]) -> str:
+    """A digest of the prompt's id, where the input has one (Claude Code and Qwen Code ``prompt_id``, Codex
+    ``turn_id``, nia's OpenCode plugin ``message_id``); '' otherwise (a repeated prompt text is another prompt)."""
+    for key in ("prompt_id", "turn_id", "message_id"):
+        value = raw.get(key)
+        if isinstance(value, str) and value:
+            return hashlib.sha256(f"{key}\0{value}".encode("utf-8", "replace")).hexdigest()[:20]
+    return ""
 
 
 def escape_angles(text: str) -> str:

@@ -28,13 +28,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from nia_core.agents import json_text
-from nia_core.agents.contract import HostAdapter
+from nia_core.agents.contract import HOOK_TIMEOUT, HostAdapter
 from nia_core.agents.settings_file import SettingsError, SettingsFile, parse_json_object
 
 Scope = Literal["project", "local", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "local", "user")
-HOOK_TIMEOUT = 30
-"""Seconds the host lets nia's hook run (nia's own deadline is shorter; see :mod:`nia_core.agents.answer`)."""
 
 PROGRAM_NAMES = ("nia", "nia.exe")
 """The names nia's console script has: a handler whose program is one of them (any folder) is nia's."""
@@ -229,6 +227,10 @@ def install(
     git status snapshot (:attr:`HostAdapter.git_snapshot_off`); nia records
     which it set, so uninstall takes back only those.
     """
+    if adapter.module is not None and not no_git_snapshot:
+        from nia_core.agents import module_install
+
+        return module_install.install(adapter, scope, root, program)
     outcome = Outcome()
     settings = hooks_file(adapter, scope, root)
     path = settings.path
@@ -297,6 +299,10 @@ def install(
 
 def uninstall(adapter: HostAdapter, scope: Scope, root: Path, *, program: str | None = None) -> Outcome:
     """Remove nia's handlers; every other entry stays; containers, files and switches nia leaves empty go."""
+    if adapter.module is not None:
+        from nia_core.agents import module_install
+
+        return module_install.uninstall(adapter, scope, root)
     outcome = Outcome()
     settings = hooks_file(adapter, scope, root)
     path = settings.path
@@ -519,6 +525,10 @@ class Status:
 
 def status(adapter: HostAdapter, scope: Scope, root: Path) -> Status:
     """Where nia's hooks for ``adapter`` stand in ``scope``; reads only, through the checked reader."""
+    if adapter.module is not None:
+        from nia_core.agents import module_install
+
+        return module_install.status(adapter, scope, root)
     settings = hooks_file(adapter, scope, root)
     data: dict[str, Any] = {}
     problems: list[str] = []

@@ -8,14 +8,14 @@ for people; the store stays the truth about what was admitted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from dataclasses import asdict, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-from nia_core.records import record
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -29,7 +29,7 @@ def log_dir() -> Path:
     return Path(state_home) / "nia" / "hooks"
 
 
-@record
+@dataclass
 class Entry:
     """One hook invocation."""
 
@@ -51,6 +51,8 @@ class Entry:
     """Where the whole text is when it was over the host's limit."""
     time: str = ""
     cwd: str = ""
+    turn: str = ""
+    """Which prompt the hook answered (a digest, :attr:`HostAdapter.turn`): two hooks of one prompt share it."""
     answered_by: str = ""
     """``resident`` (a resident context process) or ``in-process`` (this hook's own process)."""
     fallback: str = ""
@@ -84,6 +86,51 @@ def _trim(path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(lines[-KEEP:]), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def conversation_lock(session: str) -> Iterator[None]:
+    """Hold the lock of one attached session: its hooks run one after another, each seeing the last one's log line.
+
+    A host may run two of nia's hooks for one prompt at once (a user-level and
+    a project-level install, Claude Code's parallel hooks): the second must
+    find the first one's epoch and log entry, not race it. A lock nia cannot
+    take (an unwritable or foreign state folder) is skipped: the hook must run.
+    The watchdog ends a hook that waits past its deadline.
+    """
+    fd = None
+    try:
+        import fcntl
+
+        from nia_core.files import open_private_folder
+
+        folder = open_private_folder(log_dir(), create=True)
+        try:
+            fd = os.open(f"{session}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+        finally:
+            os.close(folder)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
+        if fd is not None:
+            os.close(fd)
+            fd = None
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # closing releases the lock
+
+
+def recent(entry: dict[str, Any] | None, seconds: float) -> bool:
+    """Whether ``entry`` was logged less than ``seconds`` ago."""
+    stamp = entry.get("time") if entry else None
+    if not isinstance(stamp, str) or not stamp:
+        return False
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return 0 <= (datetime.now(UTC) - then).total_seconds() < seconds
 
 
 def last_entry(session: str) -> dict[str, Any] | None:

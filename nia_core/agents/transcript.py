@@ -23,6 +23,9 @@ import stat
 from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
+RecordCheck = Callable[[Mapping[str, Any]], bool]
+"""Whether a transcript line's object (a compaction record candidate) is the record."""
+
 HEAD_BYTES = 64 * 1024
 """How much of a transcript's start is read to find the host's version."""
 
@@ -57,12 +60,15 @@ def _open_regular(path: str) -> BinaryIO | None:
 class Transcript:
     """A host transcript, read from its end first and whole only when the end does not answer."""
 
-    def __init__(self, path: str, since: str = "", ancestors: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, path: str, since: str = "", ancestors: tuple[str, ...] = (), is_record: RecordCheck | None = None
+    ) -> None:
         self.path = path
         self.ancestors = ancestors
         """Transcripts this one continues (a fork's parent, oldest first) that the host does not copy into it."""
         self._since = re.compile(since) if since else None
         self._record = _members(since)
+        self._check = is_record
         self._tail: str | None = None
         self._whole: str | None = None
         self._size = 0
@@ -70,17 +76,21 @@ class Transcript:
         """Whether a compaction record was found (the text kept is what follows the last one)."""
 
     @classmethod
-    def open(cls, path: str | None, since: str = "", ancestors: tuple[str, ...] = ()) -> Transcript | None:
+    def open(
+        cls, path: str | None, since: str = "", ancestors: tuple[str, ...] = (), is_record: RecordCheck | None = None
+    ) -> Transcript | None:
         """The transcript at ``path``, or ``None`` when there is none to read (yet).
 
         ``since``: the host's compaction record (a regular expression); only
         what follows its last match is searched. ``ancestors``: transcripts the
         conversation continues (oldest first), read before it when the end of
         ``path`` does not answer (each at most :data:`WHOLE_BYTES` from its end).
+        ``is_record``: a further check of a candidate line's top-level object,
+        for a record whose members ``since`` cannot name (a flag nested in it).
         """
         if not path:
             return None
-        found = cls(path, since, ancestors)
+        found = cls(path, since, ancestors, is_record)
         handle = _open_regular(path)
         if handle is None:
             return None
@@ -100,6 +110,14 @@ class Transcript:
             return found
         if found.compacted or (found._size <= TAIL_BYTES and not ancestors):
             found._whole = found._tail  # the whole file, or all of it the model still sees
+        return found
+
+    @classmethod
+    def of_lines(cls, text: str, since: str = "", is_record: RecordCheck | None = None) -> Transcript:
+        """A transcript made of JSON lines nia built from a host's store (OpenCode's database), all of it read."""
+        found = cls("", since, (), is_record)
+        found._size = len(text)
+        found._tail = found._whole = found._after_compaction(text)
         return found
 
     def _after_compaction(self, text: str, *, cut: bool = False) -> str:
@@ -123,7 +141,7 @@ class Transcript:
                 found = text.find("\n", match.end())
                 line_end = found if found >= 0 else len(text)
                 if start == 0 and cut:  # cannot be checked: the tail asks the widest read, which takes it
-                    record = self._record is None or self._whole_read
+                    record = (self._record is None and self._check is None) or self._whole_read
                     undecided = not record
                 else:
                     record = self._is_record(text[start:line_end])
@@ -138,13 +156,18 @@ class Transcript:
 
     def _is_record(self, line: str) -> bool:
         """Whether ``line`` is a JSON object holding the record's members at its top level."""
-        if self._record is None:
+        if self._record is None and self._check is None:
             return True
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
-        return isinstance(value, dict) and all(value.get(k, _ABSENT) == v for k, v in self._record.items())
+        if not isinstance(value, dict):
+            return False
+        members = self._record or {}
+        return all(value.get(k, _ABSENT) == v for k, v in members.items()) and (
+            self._check is None or self._check(value)
+        )
 
     def is_compacted(self) -> bool:
         """Whether the host compacted the conversation (the whole transcript is read when its end does not say)."""

@@ -20,7 +20,7 @@ from nia_core.terminal import OWN_STYLING, on_a_terminal, terminal_safe
 
 if TYPE_CHECKING:  # imported when the command runs: watchfiles and metadata scanning cost every `nia` call
     from nia_core.plugin_host.reload import Baseline, DevSession, ReloadResult
-    from nia_core.plugin_host.watch import ChangeWatcher
+    from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 
 MARKS = {"added": "+", "updated": "~", "removed": "-"}
 
@@ -48,6 +48,13 @@ def secho(message: str, *, err: bool = False, **styles: Any) -> None:
     help="Poll for changes instead of relying on file events (network mounts, WSL); "
     "WATCHFILES_FORCE_POLLING=1 does the same.",
 )
+@click.option(
+    "--interval",
+    type=click.FloatRange(0),
+    default=5.0,
+    show_default=True,
+    help="Seconds between re-observations of sources that are not files (0: only on file changes).",
+)
 @click.option("--step-ms", type=click.IntRange(1), default=None, hidden=True)
 @click.option("--debounce-ms", type=click.IntRange(1), default=None, hidden=True)
 @click.option("--settle-ms", type=click.IntRange(0), default=None, hidden=True)
@@ -58,6 +65,7 @@ def dev(
     plugins_dirs: tuple[str, ...],
     as_json: bool,
     poll: bool,
+    interval: float,
     step_ms: int | None,
     debounce_ms: int | None,
     settle_ms: int | None,
@@ -70,7 +78,9 @@ def dev(
     boundary would tell the model: Unchanged, each source added, updated or
     removed with its text, or a baseline replacement. A plugin that fails to
     reload is reported with file and line, and its previous version stays
-    loaded. Ctrl-C stops.
+    loaded. The files the sources read (AGENTS.md, a plugin's NOTES.md) are
+    watched too, and every other source is looked at again every --interval
+    seconds; those print only what changed. Ctrl-C stops.
     """
     app = App.of(ctx)
     if not app.debug:
@@ -79,7 +89,7 @@ def dev(
             logging.getLogger(name).setLevel(logging.ERROR)
     printer = JsonPrinter() if as_json else TextPrinter()
     from nia_core.plugin_host.reload import DevSession
-    from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
+    from nia_core.plugin_host.watch import WatchSettings
 
     tuning = {"step_ms": step_ms, "debounce_ms": debounce_ms, "settle_ms": settle_ms}
     settings = WatchSettings(poll=True if poll else None, **{k: v for k, v in tuning.items() if v is not None})
@@ -88,16 +98,30 @@ def dev(
             app.locate(location), plugins_dirs=(*app.plugins_dirs, *plugins_dirs), flags=app.flags
         )
         printer.baseline(session, session.start())
-        watch(session, ChangeWatcher(session.watch_roots, session.relevant, settings), printer, debug=app.debug)
+        watch(session, settings, printer, interval=interval or None, debug=app.debug)
     except KeyboardInterrupt:
         pass
     printer.stopped()
 
 
-def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debug: bool = False) -> None:
-    """Reload after each batch of changes until interrupted; one reload at a time."""
-    from nia_core.plugin_host.follow import follow
+def watch(
+    session: DevSession, settings: WatchSettings, printer: Printer, *, interval: float | None, debug: bool = False
+) -> None:
+    """Reload after each batch of changes until interrupted; one reload at a time.
 
+    Watched as ``nia mcp`` follows a project: the plugins' folders, the project
+    (when it is one) and the user's nia folder, the files sources read, and
+    the rest on ``interval``; every batch is reconciled.
+    """
+    from nia_core.plugin_host.follow import follow, live_roots, project_files
+    from nia_core.plugin_host.watch import ChangeWatcher
+
+    extra = live_roots(session)
+
+    def roots() -> list[Path]:
+        return [*session.watch_roots(), *extra]
+
+    watcher = ChangeWatcher(roots, project_files(session, extra), settings)
     follow(
         session,
         watcher,
@@ -105,11 +129,23 @@ def watch(session: DevSession, watcher: ChangeWatcher, printer: Printer, *, debu
         printer.crash,
         on_watching=printer.watching,
         on_notice=printer.notice,
+        reobserve=True,
+        interval=interval,
         debug=debug,
     )
 
 
 class Printer:
+    _said: tuple[str, ...] = ()
+
+    def news(self, result: ReloadResult) -> bool:
+        """Whether ``result`` says anything new: a re-observation (a data file saved, the interval) that
+        changed no plugin and no source, and raised no problem not said before, prints nothing."""
+        quiet = not (result.reloaded or result.loaded or result.unloaded or result.errors)
+        quiet = quiet and isinstance(result.outcome, Unchanged) and result.problems == self._said
+        self._said = result.problems
+        return not quiet
+
     def notice(self, message: str) -> None:
         raise NotImplementedError
 
@@ -168,6 +204,8 @@ class TextPrinter(Printer):
             secho(f"\n{how} for .nia/plugins/ to appear (or pass --plugins-dir) (Ctrl-C to stop)", dim=True)
 
     def result(self, result: ReloadResult) -> None:
+        if not self.news(result):
+            return
         stamp = time.strftime("%H:%M:%S")
         what = [f"reloaded {', '.join(result.reloaded)}"] if result.reloaded else []
         what += [f"loaded {', '.join(result.loaded)}"] if result.loaded else []
@@ -241,6 +279,8 @@ class JsonPrinter(Printer):
         self.emit({"event": "watching", "paths": [str(p) for p in watcher.watching], "polling": watcher.polling})
 
     def result(self, result: ReloadResult) -> None:
+        if not self.news(result):
+            return
         self.emit(
             {
                 "event": "reload",

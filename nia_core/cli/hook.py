@@ -180,10 +180,12 @@ def uninstall_command(
     chosen = adapter(host)
     scope = _scope(chosen, project, local, user)
     outcome = uninstall(chosen, scope, _project_root(App.of(ctx), scope), program=program)
-    if not outcome.changes:
+    if not outcome.changes and not outcome.notes:
         click.echo(f"no nia {host} hooks to remove")
     for change in outcome.changes:
         click.echo(f"{change.path}: {change.what}")
+    for note in outcome.notes:
+        click.echo(note)
 
 
 @hook.command("status")

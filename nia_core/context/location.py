@@ -5,12 +5,11 @@ Pure data; finding the project root on disk is :func:`nia_core.project.root`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from nia_core.records import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Location:
     path: Path
     """The resolved working directory."""

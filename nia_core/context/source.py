@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from nia_core.context.codec import JSON, Codec
@@ -12,7 +12,6 @@ from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
 from nia_core.context.refresh import Refreshed
 from nia_core.files import CachedFile
-from nia_core.records import record
 
 
 class Unavailable(enum.Enum):
@@ -57,7 +56,7 @@ class Constant:
         return f"Constant({self.value!r})"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class ContextSource:
     """A keyed value the model should know about, with the text that tells it.
 

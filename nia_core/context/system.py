@@ -12,9 +12,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from nia_core.context.codec import JsonCodec, canonical_json
@@ -23,15 +25,13 @@ from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, Outcome, PluginRaised, call_each
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
-from nia_core.lazylog import lazy_logger
-from nia_core.records import record
 
 SEPARATOR = "\n\n"
 
 
 RenderErrorHandler = Callable[[RenderError], None]
 UnavailableHandler = Callable[[Observation], None]
-log = lazy_logger("nia.context")
+log = logging.getLogger("nia.context")
 
 
 class SystemContext:
@@ -121,7 +121,7 @@ class SystemContext:
         return f"SystemContext({list(self.keys)})"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Generation:
     """A baseline's text and the snapshot it was rendered from."""
 
@@ -150,21 +150,21 @@ class Generation:
 ChangeKind = Literal["added", "updated", "removed"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Change:
     key: str
     kind: ChangeKind
     text: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Unchanged:
     """Nothing to tell the model; the snapshot stays as it is."""
 
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Updated:
     """One combined mid-conversation system message and the snapshot it advances to."""
 
@@ -174,7 +174,7 @@ class Updated:
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ReplacementReady:
     """The baseline must be (or was asked to be) replaced; here is the fresh one."""
 
@@ -183,7 +183,7 @@ class ReplacementReady:
     observations: tuple[Observation, ...] = dataclasses.field(default=(), compare=False, repr=False)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ReplacementBlocked:
     """A replacement is needed but admitted sources are unavailable; keep the old baseline."""
 

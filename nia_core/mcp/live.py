@@ -22,7 +22,7 @@ from nia_core.context import Location, SystemContext, observe
 from nia_core.context.registry import Assembly
 from nia_core.files import Refused, read_checked
 from nia_core.mcp.view import ContextView, build_view
-from nia_core.plugin_host.follow import follow, project_files, user_config_folder
+from nia_core.plugin_host.follow import follow, live_roots, project_files
 from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
 from nia_core.project.config import COMMANDS_FILE
@@ -113,9 +113,7 @@ class LiveContext:
     def start(self) -> None:
         """Follow the project on a thread of its own until :meth:`stop`."""
         session = self.session
-        extra = [user_config_folder()]
-        if _is_project(session.location.root):
-            extra.insert(0, session.location.root)
+        extra = live_roots(session)
 
         def watch_roots() -> list[Path]:
             return [*session.watch_roots(), *extra]  # a folder that does not exist yet is picked up when it appears
@@ -211,14 +209,3 @@ class LiveContext:
         except OSError:
             return ""
         return hashlib.sha256(content.data).hexdigest()
-
-
-def _is_project(root: Path) -> bool:
-    """Whether to watch ``root`` recursively: a real project (``.nia`` or ``.git``), never a home or ``/``.
-
-    Outside a project (``nia mcp`` started in a plain folder) the sources are
-    re-observed every interval instead of watching a tree of unknown size.
-    """
-    if root == Path(root.anchor) or root == Path.home():
-        return False
-    return (root / ".nia").is_dir() or (root / ".git").exists()

@@ -7,18 +7,18 @@ reported and skipped while the rest load (``strict`` makes it an error).
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import time
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, one_line
-from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.plugin_host import epcache
 from nia_core.plugin_host.epcache import EntryPointRecord
 from nia_core.plugin_host.implementations import marker_opts, static_names
@@ -27,14 +27,13 @@ from nia_core.plugin_host.manager import PluginError, PluginHost
 from nia_core.plugin_host.plugin import PluginInfo
 from nia_core.process import note_plugin_module
 from nia_core.project.paths import shown_path
-from nia_core.records import record
 
 ENTRY_POINT_GROUP = "nia"
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
-@record
+@dataclass
 class Selection:
     """Which plugins may load: the switches from the environment, flags and config."""
 
@@ -194,7 +193,7 @@ def register_imported(
         return host.record(info)
     info.version = info.version or _attribute(plugin, "__version__")
     registered = host.register(plugin, info, priority=priority)
-    if log.isEnabledFor(DEBUG):
+    if log.isEnabledFor(logging.DEBUG):
         where = info.path or info.distribution or info.module or info.origin
         elapsed = (time.monotonic() - started) * 1000
         log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)
@@ -334,22 +333,23 @@ def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path]) -> None:
+def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path], project: Path | None = None) -> None:
+    """Import each local plugin of ``folders``; one found inside ``project`` must keep its modules inside it."""
     steps: list[tuple[PluginInfo, Callable[[], Any]]] = []
     for folder in folders:
         found = local_plugin_paths(folder)
         if found:  # the import machinery of local plugins, only for a folder that holds some
-            from nia_core.plugin_host.localimport import module_name
+            from nia_core.plugin_host.localimport import edge_of, module_name
         for name, path in found:
             info = PluginInfo(name, "local file", module=module_name(name), path=str(path))
-            steps.append((info, _local_import(name, path)))
+            steps.append((info, _local_import(name, path, None if project is None else edge_of(path, project))))
     _load_in_turn(host, selection, steps, lambda info, existing: existing.path != info.path)
 
 
-def _local_import(name: str, path: Path) -> Callable[[], Any]:
+def _local_import(name: str, path: Path, edge: Path | None) -> Callable[[], Any]:
     from nia_core.plugin_host.localimport import import_local
 
-    return lambda: import_local(name, path)
+    return lambda: import_local(name, path, edge)
 
 
 def _nia_version() -> str:

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from nia_core.files import read_checked
-from nia_core.lazylog import lazy_logger
 from nia_core.plugin_host.cachefiles import (
     Pair,
     cache_enabled,
@@ -37,9 +37,8 @@ from nia_core.plugin_host.cachefiles import (
     shaped,
     write_cache,
 )
-from nia_core.records import record
 
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 
 CACHE_FORMAT = 2
 RACY_NS = 2_000_000_000
@@ -47,7 +46,7 @@ RACY_NS = 2_000_000_000
 VALUE_PATTERN = re.compile(r"(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[[^\]]*\]\s*)?")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class EntryPointRecord:
     """One entry point as found by the scan: enough to list it and import it."""
 

@@ -18,10 +18,12 @@ import threading
 import time
 from pathlib import Path
 
-from nia_core.files import Signature, signature
+from nia_core.files import Signature, read_checked, signature
 from nia_core.plugin_host.watch import ignored_name
 
 MISSING = "missing"
+DIGEST_LIMIT = 16 * 1024 * 1024
+"""The bytes of one file hashed; a larger file in a plugin folder is data, told apart by its stat signature."""
 RACY_NS = 2_000_000_000
 """The coarsest timestamp tick we guard against (FAT and some network file systems: 2 s)."""
 
@@ -44,11 +46,13 @@ class DigestCache:
         if cached is not None and cached[0] == sig and stat.st_mtime_ns + RACY_NS < cached[1]:
             return cached[2]
         hashed_at = time.time_ns()
-        try:
-            with open(path, "rb") as handle:
-                digest = hashlib.file_digest(handle, "blake2b").digest()
+        try:  # the checked reader: a FIFO, socket or device in a plugin folder is never opened for reading
+            content = read_checked(path, None, DIGEST_LIMIT)
         except OSError:
             return None
+        digest = hashlib.blake2b(content.data, digest_size=32).digest()
+        if content.oversize:  # past the limit, the size and stat signature stand for the rest
+            digest = hashlib.blake2b(digest + repr(content.sig).encode(), digest_size=32).digest()
         with self._lock:
             self._entries[path] = (sig, hashed_at, digest)
         return digest

@@ -2,9 +2,11 @@
 
 It takes batches of changed paths from a :class:`ChangeWatcher`, hands each to
 :meth:`DevSession.reload` (one reload at a time) and the result to a callback.
-``nia mcp`` also re-observes the sources that are not files every so often,
-and asks for a reconcile at every batch (an edited AGENTS.md changes no
-plugin, yet changes a source).
+Both ask for a reconcile at every batch (an edited AGENTS.md changes no plugin,
+yet changes a source), re-observe the sources that are not files every so
+often, and check the files the sources read through a
+:class:`~nia_core.files.StatCache` wherever they are (:class:`FilesRead`): a
+plugin's ``NOTES.md`` updates under ``nia dev`` as soon as it is saved.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from nia_core.files import Signature, files_read, signature
 from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import Batch, ChangeWatcher, ignored
 
@@ -65,9 +68,13 @@ def follow(
             on_watching(watcher)
         due = time.monotonic() + interval if interval else None
         folder = FolderPresence(session.location.path)
+        read = FilesRead()
         while not stop.is_set():
             wait = POLL_SECONDS if due is None else min(POLL_SECONDS, max(0.0, due - time.monotonic()))
             batch = watcher.next_batch(timeout=wait)
+            edited = read.changed()
+            if edited and batch is not None:
+                batch = batch | edited
             news = folder.check()
             if news is not None and on_notice is not None:
                 on_notice(news)
@@ -82,6 +89,45 @@ def follow(
     finally:
         watcher.stop()
         session.close()
+
+
+class FilesRead:
+    """The files the sources read through a ``StatCache``, checked with one ``stat`` each per tick.
+
+    Where the watcher already sees a file, this only repeats what it says (the
+    reload then finds nothing new); where it does not (a plain folder, a file
+    outside the project), this is how an edit is seen at all. A file is
+    reported once per new state, even when no source reads it again.
+    """
+
+    def __init__(self) -> None:
+        self._said: dict[str, Signature | None] = {}
+
+    def changed(self) -> frozenset[Path]:
+        edited = []
+        for path, held in files_read().items():
+            try:
+                now: Signature | None = signature(os.stat(path))
+            except OSError:
+                now = None  # gone: the source's loader says what that means
+            if now != held and self._said.get(path, held) != now:
+                edited.append(Path(path))
+            self._said[path] = now
+        return frozenset(edited)
+
+
+def live_roots(session: DevSession) -> list[Path]:
+    """Besides the plugins' own folders, what a live follower watches: the project, and the user's nia folder.
+
+    The project root only when it is a project (``.nia`` or ``.git``), never a
+    home folder or ``/``: started in a plain folder, the interval and
+    :class:`FilesRead` find what changed instead of watching a tree of unknown size.
+    """
+    root = session.location.root
+    extra = [user_config_folder()]
+    if root != Path(root.anchor) and root != Path.home() and ((root / ".nia").is_dir() or (root / ".git").exists()):
+        extra.insert(0, root)
+    return extra
 
 
 class FolderPresence:

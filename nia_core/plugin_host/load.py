@@ -55,5 +55,5 @@ def load_host(
     load_builtins(host, selection)
     if entry_points:
         load_entry_points(host, selection)
-    load_local(host, selection, local_folders(location, plugins_dirs))
+    load_local(host, selection, local_folders(location, plugins_dirs), location.root)
     return host

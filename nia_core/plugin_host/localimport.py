@@ -17,16 +17,17 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import json
+import os
 import sys
 import threading
 import types
 from collections.abc import Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from nia_core.records import record
+from nia_core.files import Refused, read_checked
 
 if TYPE_CHECKING:  # importing it costs every `nia` call; only nia dev needs it, and passes entry points in
     import importlib_metadata
@@ -34,12 +35,40 @@ if TYPE_CHECKING:  # importing it costs every `nia` call; only nia dev needs it,
 PACKAGE = "nia_local_plugins"
 
 
+SOURCE_LIMIT = 16 * 1024 * 1024
+"""The largest plugin module nia compiles: a module is code someone wrote, not data."""
+
+
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
-    """Compiles from source every time; never reads or writes bytecode."""
+    """Compiles from source every time; never reads or writes bytecode.
+
+    The source is read through the checked reader: a local plugin of a project
+    is project code, so a module whose real path leaves the project (a symlink
+    out, a folder on the way that is one, a hard link) is refused like any
+    other project file, and a FIFO or a device is never opened for reading.
+    """
+
+    def __init__(self, fullname: str, path: str, edge: Path | None = None) -> None:
+        super().__init__(fullname, path)
+        self.edge = edge
 
     def get_code(self, fullname: str) -> types.CodeType:
         path = self.get_filename(fullname)
         return self.source_to_code(self.get_data(path), path)  # type: ignore[return-value]
+
+    def get_data(self, path: str) -> bytes:
+        try:
+            content = read_checked(path, self.edge, SOURCE_LIMIT)
+        except Refused as exc:
+            raise ImportError(f"{self._shown(path)} {exc.problem}", path=path) from None
+        if content.oversize:
+            raise ImportError(f"{self._shown(path)} is larger than {SOURCE_LIMIT // (1024 * 1024)} MiB", path=path)
+        return content.data
+
+    def _shown(self, path: str) -> str:
+        if self.edge is None:
+            return path
+        return os.path.relpath(path, self.edge)
 
 
 class LocalPluginFinder:
@@ -51,16 +80,20 @@ class LocalPluginFinder:
 
     def __init__(self) -> None:
         self.roots: dict[str, Path] = {}
+        self.edges: dict[str, Path | None] = {}
         self._lock = threading.Lock()
 
-    def add(self, name: str, path: Path) -> str:
+    def add(self, name: str, path: Path, edge: Path | None = None) -> str:
+        """Import local plugin ``name`` from ``path``; its modules must stay inside ``edge`` (the project)."""
         with self._lock:
             self.roots[name] = path
+            self.edges[name] = edge
         return f"{PACKAGE}.{name}"
 
     def discard(self, name: str) -> None:
         with self._lock:
             self.roots.pop(name, None)
+            self.edges.pop(name, None)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
@@ -73,6 +106,7 @@ class LocalPluginFinder:
         root = self.roots.get(parts[0])
         if root is None:
             return None
+        edge = self.edges.get(parts[0])
         location = root
         for part in parts[1:]:
             location = location / part
@@ -83,11 +117,14 @@ class LocalPluginFinder:
             if not init.is_file():
                 return None
             return importlib.util.spec_from_file_location(
-                fullname, init, loader=SourceOnlyLoader(fullname, str(init)), submodule_search_locations=[str(location)]
+                fullname,
+                init,
+                loader=SourceOnlyLoader(fullname, str(init), edge),
+                submodule_search_locations=[str(location)],
             )
         if location.is_file():
             return importlib.util.spec_from_file_location(
-                fullname, location, loader=SourceOnlyLoader(fullname, str(location))
+                fullname, location, loader=SourceOnlyLoader(fullname, str(location), edge)
             )
         return None
 
@@ -118,10 +155,21 @@ def module_name(name: str) -> str:
     return f"{PACKAGE}.{name}"
 
 
-def import_local(name: str, path: Path) -> Any:
-    """Import the local plugin ``name`` from ``path`` (a ``.py`` file or a package folder)."""
+def edge_of(path: Path, project: Path) -> Path | None:
+    """The folder a local plugin's modules must stay in: the project, for a plugin found inside it.
+
+    Decided by the path as written (``.nia/plugins/x.py``, a ``--plugins-dir``
+    inside the project), not by where its links lead: a ``.nia`` that is itself
+    a link out is still the project's, and refused by the reader. A
+    ``--plugins-dir`` outside the project is the user's own choice of code.
+    """
+    return project if os.path.abspath(path).startswith(os.path.join(os.path.abspath(project), "")) else None
+
+
+def import_local(name: str, path: Path, edge: Path | None = None) -> Any:
+    """Import the local plugin ``name`` from ``path`` (a ``.py`` file or a package folder), inside ``edge``."""
     install()
-    fullname = FINDER.add(name, path)
+    fullname = FINDER.add(name, path, edge)
     drop_modules(name)
     importlib.invalidate_caches()
     spec = FINDER.find_spec(fullname)
@@ -231,7 +279,7 @@ def compile_from_source(packages: Iterable[str]) -> EditableSourceFinder:
     return EDITABLE_FINDER
 
 
-@record
+@dataclass
 class EditablePackage:
     """A top-level package of an editable-installed distribution that declares nia plugins."""
 

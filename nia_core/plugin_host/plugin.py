@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
-
-from nia_core.records import record
 
 Origin = Literal["built-in", "entry point", "local file"]
 
 
-@record
+@dataclass
 class PluginInfo:
     name: str
     origin: Origin
@@ -42,7 +40,7 @@ class PluginInfo:
         return data
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HookProblem:
     """One plugin's hook implementation that raised or answered nonsense: the data, rendered only at the edge."""
 

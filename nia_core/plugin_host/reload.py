@@ -62,6 +62,7 @@ from nia_core.plugin_host.localimport import (
     FINDER,
     EditablePackage,
     compile_from_source,
+    edge_of,
     editable_packages,
     import_local,
     module_name,
@@ -337,6 +338,8 @@ class DevSession:
         with self._lock:
             started = time.perf_counter()
             changed = None if paths is None else {Path(os.path.abspath(p)) for p in paths}
+            if changed is not None and any(p == base or p in base.parents for p in changed for base in self._bases):
+                changed = None  # a plugin folder itself came or went (a rename of .nia): all of it changed
             plan = _Plan()
             config_changed = self._refresh_config(changed, plan)
             if changed is None or any(self._in_local_folder(p) for p in changed):
@@ -506,7 +509,8 @@ class DevSession:
     def _load(self, unit: Unit, name: str) -> Any:
         """Import under the host's deadline; see :mod:`nia_core.plugin_host.importing`."""
         if unit.kind == "local":
-            return import_plugin(lambda: import_local(name, unit.root), self.host.import_timeout)
+            edge = edge_of(unit.root, self.location.root)
+            return import_plugin(lambda: import_local(name, unit.root, edge), self.host.import_timeout)
         return import_plugin(self._entry_points[name].load, self.host.import_timeout)
 
     def _import_unit(self, unit: Unit, names: tuple[str, ...], current: str, plan: _Plan) -> None:
@@ -563,7 +567,7 @@ class DevSession:
         _withdraw_location_contributions(self.view, unit)
         restore_modules(unit.prefix, attempt.modules)
         if attempt.finder_root is not None:
-            FINDER.add(unit.names[0], attempt.finder_root)
+            FINDER.add(unit.names[0], attempt.finder_root, edge_of(attempt.finder_root, self.location.root))
         for plugin, info in attempt.previous.values():
             info.error = None
             try:

@@ -208,6 +208,9 @@ class ChangeWatcher:
                 continue
             self.ready.set()
             if _existing(self.roots()) != roots:
+                # A watched folder came or went (a rename of .nia): what happens until the watch restarts is
+                # never seen, and the folder may be back by then, so check everything now.
+                self._queue.put(None)
                 return
             if polling and settings.recheck_ms and time.monotonic() - last_check >= settings.recheck_ms / 1000:
                 last_check = time.monotonic()

@@ -13,6 +13,7 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
@@ -20,7 +21,6 @@ from nia_core.files import Refused, Signature, read_checked, signature
 from nia_core.project.keypath import KeyLines, KeyPath
 from nia_core.project.paths import shown_path
 from nia_core.project.toml import MAX_CONFIG_BYTES, ConfigError, config_text, parse_toml, refused_config
-from nia_core.records import record
 
 EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
@@ -32,7 +32,7 @@ PROJECT_FILE = "project.toml"
 COMMANDS_FILE = "commands.toml"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ContextEntry:
     """One ``[[...context]]`` entry or ``--context-file``/``--context-dir`` flag."""
 
@@ -45,7 +45,7 @@ class ContextEntry:
     """Where a relative ``path`` starts, when not at the root (the working directory, for flags)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ProjectInfo:
     name: str = ""
     description: str = ""
@@ -53,7 +53,7 @@ class ProjectInfo:
     prompt_format: PromptFormat | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Service:
     name: str
     path: str
@@ -61,7 +61,7 @@ class Service:
     origin: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CommitConfig:
     conventions: str = ""
     types: tuple[str, ...] = ()
@@ -74,7 +74,7 @@ class CommitConfig:
         return self == CommitConfig()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ProjectConfig:
     project: ProjectInfo = ProjectInfo()
     context: tuple[ContextEntry, ...] = ()
@@ -87,7 +87,7 @@ class ProjectConfig:
     """``[session] model``: the model of new sessions here, unless ``--model`` or ``NIA_MODEL`` says otherwise."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Operation:
     name: str
     description: str
@@ -97,7 +97,7 @@ class Operation:
     context: tuple[ContextEntry, ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Target:
     """One ``[[workflows]]`` entry: a target such as ``issue`` or ``code``."""
 
@@ -112,7 +112,7 @@ class Target:
         return next((op for op in self.operations if op.name == name), None)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CommandsConfig:
     targets: tuple[Target, ...] = ()
     exists: bool = False

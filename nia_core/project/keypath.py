@@ -8,13 +8,12 @@ table header and key assignment to its line. Messages then read like
 from __future__ import annotations
 
 import re
-
-from nia_core.records import record
+from dataclasses import dataclass
 
 Segment = str | int
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class KeyPath:
     """A path into a TOML document: its segments, and how a user would write it."""
 

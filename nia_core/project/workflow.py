@@ -16,7 +16,7 @@ import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from nia_core.context import ContextSource, Location, SystemContext
@@ -52,7 +52,6 @@ from nia_core.project.sections import (
     warn_once,
 )
 from nia_core.project.toml import ConfigError
-from nia_core.records import record
 
 PROJECT_NAMESPACE = "nia/project."
 
@@ -61,7 +60,7 @@ class WorkflowNotFound(UsageError):
     """No such target or operation in ``.nia/commands.toml``."""
 
 
-@record
+@dataclass
 class Workflow:
     """One target-operation with its resolved context, ready to compose."""
 

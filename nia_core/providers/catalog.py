@@ -12,6 +12,7 @@ updates wrapped, no price).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nia_core.errors import NiaError
@@ -21,13 +22,12 @@ from nia_core.providers.lookup import ProviderLookup
 from nia_core.providers.lowering import WRAPPED, ModelCapabilities
 from nia_core.providers.pricing import Price, PriceTable, prices_at
 from nia_core.providers.remote import RemoteProvider
-from nia_core.records import record
 
 if TYPE_CHECKING:
     from nia_core.context import Location
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ModelEntry:
     """One model name pattern of a provider."""
 
@@ -47,7 +47,7 @@ class ModelEntry:
         }
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ProviderEntry:
     """One provider a session at the Location can name in ``PROVIDER/MODEL``."""
 

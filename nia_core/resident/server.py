@@ -249,8 +249,8 @@ class Resident:
             self.answering.release()
 
     def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
-        from nia_core.agents import adapter
-        from nia_core.agents.answer import emit, run, stdout_to_stderr
+        from nia_core.agents import adapter, hook_log
+        from nia_core.agents.answer import emit, run, session_of, stdout_to_stderr
         from nia_core.agents.contract import HostInputError
         from nia_core.agents.hook_settings import resident_enabled
         from nia_core.process import abandoned_threads
@@ -284,7 +284,7 @@ class Resident:
                 os.chdir(self.scope["cwd"])  # a plugin that moved the process does not move the next hook
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
-        with _captured() as stderr:
+        with _captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdout_to_stderr():
                 result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
             result.entry.answered_by = "resident"

@@ -8,14 +8,13 @@ source key), collected while the boundary ran.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
 from nia_core.context import Change, Observation, SystemContext
 from nia_core.context.registry import Assembly
 from nia_core.errors import RenderError
 from nia_core.plugin_host import PluginHost
-from nia_core.records import record
 from nia_core.sessions import Admission, Admitted, AwaitingTools, Blocked, Idle, Replied
 
 Outcome = Literal["initialized", "updated", "unchanged", "replaced", "replacement-blocked", "blocked", "awaiting-tools"]
@@ -24,7 +23,7 @@ replacement was due but admitted sources are unavailable; the old baseline stays
 baseline could be rendered at all; nothing was stored."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class BoundaryReport:
     """One boundary without a provider call (see :meth:`Runtime.boundary`)."""
 
@@ -72,7 +71,7 @@ class BoundaryReport:
         return self.result.epoch if isinstance(self.result, Admitted) else None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class TurnReport:
     """One turn: the boundary, the provider call and the stored reply (see :meth:`Runtime.turn`)."""
 
@@ -88,7 +87,7 @@ class TurnReport:
         return self.result.boundary.admission if isinstance(self.result, Replied) else None
 
 
-@record
+@dataclass
 class Watch:
     """Collects the warnings of one boundary while the runtime assembles contexts for it."""
 

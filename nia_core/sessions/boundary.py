@@ -21,12 +21,12 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from nia_core.context import LOADER_TIMEOUT
-from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
-from nia_core.records import record
 from nia_core.sessions.epochs import (
     Admission,
     Blocked,
@@ -43,10 +43,10 @@ from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import HistoryEntry, SessionState, SessionView, Store
 from nia_core.sessions.store_errors import RefusedInput, RevisionConflict
 
-log = lazy_logger("nia.sessions")
+log = logging.getLogger("nia.sessions")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Ready:
     """The boundary is passed: send ``request``."""
 
@@ -57,7 +57,7 @@ class Ready:
     initialized: bool = False
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class AwaitingTools:
     """The last reply asked for tools whose results are not in yet: not a safe boundary."""
 
@@ -68,7 +68,7 @@ class AwaitingTools:
         return f"session {self.session_id}: waiting for tool results: {', '.join(self.call_ids)}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Idle:
     """Nothing awaits the model: no pending input, no unanswered message. Nothing was observed."""
 
@@ -81,7 +81,7 @@ class Idle:
 BoundaryResult = Ready | Blocked | AwaitingTools | Idle
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _Passed:
     state: SessionState
     """Read after admission; has an active epoch."""
@@ -139,7 +139,7 @@ def _pass(
         state = view.state
         if state.epoch is None:
             continue
-        if log.isEnabledFor(DEBUG):
+        if log.isEnabledFor(logging.DEBUG):
             log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
         return _Passed(state, view.messages, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover
@@ -185,7 +185,7 @@ def _boundary(
     return Ready(request, passed.promoted, passed.admission, passed.initialized)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Admitted:
     """A boundary passed without a provider call: what a host that owns the conversation must show its model."""
 
@@ -243,7 +243,7 @@ def start_over(
     return Admitted(session_id, state.epoch.number, state.epoch.baseline)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Replied:
     """One full turn: the boundary passed, the provider answered, the reply is stored."""
 

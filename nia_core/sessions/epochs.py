@@ -16,7 +16,7 @@ therefore never recreate its context.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Literal
 
 from nia_core.context import (
@@ -35,7 +35,6 @@ from nia_core.context import (
 )
 from nia_core.errors import InitializationBlocked
 from nia_core.model import Message
-from nia_core.records import record
 from nia_core.sessions.store import Segments, SessionState, Store
 from nia_core.sessions.store_errors import RevisionConflict, StoreError
 
@@ -50,7 +49,7 @@ class Moved(Exception):
     """The session lost its active epoch (moved) while we worked; start over from initialization."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Blocked:
     """No complete baseline could be rendered: these admitted or required sources are unavailable."""
 
@@ -62,7 +61,7 @@ class Blocked:
         return f"session {self.session_id}: {self.what} is blocked on: {', '.join(self.keys)}"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Admission:
     """What reconciling at a boundary did to the active epoch."""
 
@@ -79,7 +78,7 @@ class Admission:
     """What each source's loader said at this boundary (a door reports the unavailable ones)."""
 
 
-@record
+@dataclass
 class Contexts:
     """Assembles a Location's context at most once per boundary."""
 
@@ -118,7 +117,7 @@ def segments(generation: Generation) -> Segments:
     return Segments(baseline, bounds)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Wanted:
     """A replacement asked for explicitly: what (``compaction``, ``model switch``) and, for a switch, the models."""
 
@@ -282,13 +281,13 @@ def admit_changes(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Replaced:
     session_id: str
     reason: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Deferred:
     """Nothing to replace now: the session has no active epoch, so its next initialization applies the request."""
 

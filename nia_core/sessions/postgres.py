@@ -36,9 +36,10 @@ the rows cannot tell (a session others moved on meanwhile) the error says to
 check before resending; so nothing is lost or stored twice. psycopg is
 imported only when this store is opened, so nia works without it.
 
-Three modules: the schema, its migrations and functions (``postgres_schema``),
-the transactions and their recovery (``postgres_tx``), and the ``Store``
-methods (here).
+Four modules: the schema, its migrations and functions (``postgres_schema``),
+the transactions and their recovery (``postgres_tx``), the content-addressed
+texts, baselines and snapshots a process holds (``postgres_content``), and the
+``Store`` methods (here).
 """
 
 from __future__ import annotations
@@ -48,13 +49,12 @@ import json
 import secrets
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from nia_core.context import Snapshot
 from nia_core.model import MESSAGE_KINDS, Message
-from nia_core.sessions.histories import Histories
+from nia_core.sessions.postgres_held import Asked, Held, NeedTexts, Stale
 from nia_core.sessions.postgres_schema import (
     MIGRATIONS,
     MIN_SERVER_VERSION,
@@ -76,26 +76,20 @@ from nia_core.sessions.serialize import (
     ACTIVITY_QUERY,
     activity,
     after_prefix,
-    baseline_from_texts,
     compaction_json,
     content_id,
     epoch_columns,
     epoch_from_row,
-    history_entry,
     listing,
-    manifest_ids,
     message_body,
     now,
-    parse_segments,
     pending_message,
     pick_session,
     refuse_unsendable,
     session_from_row,
-    snapshot_from_texts,
     snapshot_manifest,
 )
 from nia_core.sessions.store import (
-    ActiveEpoch,
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
@@ -106,7 +100,6 @@ from nia_core.sessions.store import (
     SessionView,
     Store,
     joined,
-    tail_start,
 )
 from nia_core.sessions.store_errors import (
     CorruptRecord,
@@ -136,11 +129,6 @@ RETRY_BUDGET = 15.0
 """Seconds to keep retrying a lost connection (a server restart) and to wait for a session's lock."""
 DEFAULT_POOL_SIZE = 4
 _SESSION_COLUMNS = "id, location, model, created, revision, epoch, history_from, summary_seq, compaction"
-_CACHE_CHARS = 64 * 1024 * 1024
-"""Hash-checked texts kept in memory per process (content-addressed, so never stale)."""
-_KNOWN_LIMIT = 100_000
-_DECODED = 32
-"""Baselines and snapshots this process keeps decoded (by content id, so never stale)."""
 
 
 class PostgresStore(Transactions, Store):
@@ -166,20 +154,9 @@ class PostgresStore(Transactions, Store):
         self.url = display_url(url)
         self.timeout = timeout
         self._conninfo = url
-        self._texts: dict[str, str] = {}
-        self._texts_size = 0
-        self._known: set[str] = set()
-        self._cache_lock = threading.Lock()
         self._local = threading.local()
-        self._logs = Histories()
-        """Histories read and validated, each under its history mark (see histories.py)."""
-        self._baselines: OrderedDict[str, tuple[str, str | tuple[str, ...]]] = OrderedDict()
-        """``(baseline id, text)`` by the sha256 of a stored segment list it was validated for (one this process
-        stored: its segments, joined at the first read)."""
-        self._snapshots: OrderedDict[str, Snapshot] = OrderedDict()
-        """Snapshots by id, every text hash-checked."""
-        self._seen: OrderedDict[str, tuple[str, str]] = OrderedDict()
-        """Per session, its active epoch's segment list id and snapshot id as last read (not resent)."""
+        self._held = Held(self.url)
+        """What this process read and validated, so a read asks only for what is new (postgres_held.py)."""
         try:
             info = conninfo_to_dict(url)
         except psycopg.Error as exc:
@@ -238,6 +215,9 @@ class PostgresStore(Transactions, Store):
     def close(self) -> None:
         self._pool.close()
 
+    def _cache(self, tx: _Tx) -> None:
+        self._held.committed(tx)
+
     # -- schema (the migrations: nia_core/sessions/postgres_schema.py) ----------------------------
 
     @property
@@ -262,90 +242,6 @@ class PostgresStore(Transactions, Store):
         except psycopg.Error as exc:
             raise self._translate(exc, None, "migrate the database", retried=False) from None
         return before, SCHEMA_VERSION
-
-    def _cache(self, tx: _Tx) -> None:
-        with self._cache_lock:
-            if len(self._known) + len(tx.stored) > _KNOWN_LIMIT:
-                self._known.clear()
-            self._known.update(tx.stored)
-            for text_id, text in tx.read.items():
-                if text_id not in self._texts and len(text) <= _CACHE_CHARS:
-                    if self._texts_size + len(text) > _CACHE_CHARS:
-                        self._texts.clear()
-                        self._texts_size = 0
-                    self._texts[text_id] = text
-                    self._texts_size += len(text)
-
-    # -- content-addressed texts ----------------------------------------------------------
-
-    def _is_known(self, text_id: str) -> bool:
-        with self._cache_lock:
-            return text_id in self._known
-
-    def _put_texts(self, tx: _Tx, texts: Mapping[str, str]) -> None:
-        """Store each text once; ids this process already stored or saw skip the round trip."""
-        unknown = sorted(i for i in texts if not self._is_known(i))
-        if not unknown:
-            return
-        present = {row[0] for row in tx.all("SELECT id FROM blobs WHERE id = ANY(%s)", (unknown,))}
-        missing = [i for i in unknown if i not in present]  # sorted: concurrent writers lock ids in one order
-        if missing:
-            tx.send(
-                "INSERT INTO blobs (id, data) SELECT * FROM unnest(%s::text[], %s::bytea[])"
-                " ON CONFLICT (id) DO NOTHING",
-                (missing, [texts[i].encode("utf-8") for i in missing]),
-            )
-        tx.stored.update(unknown)
-
-    def _get_texts(self, tx: _Tx | None, ids: Iterable[str]) -> dict[str, str]:
-        """The texts ``ids`` from the cache, else from ``tx`` (with no ``tx``: raises :class:`_NeedTexts`)."""
-        wanted = set(ids)
-        with self._cache_lock:
-            found = {i: self._texts[i] for i in wanted if i in self._texts}
-        missing = sorted(wanted - found.keys())
-        if missing:
-            if tx is None:
-                raise _NeedTexts
-            for text_id, data in tx.all("SELECT id, data FROM blobs WHERE id = ANY(%s)", (missing,)):
-                found[text_id] = bytes(data).decode("utf-8", errors="replace")
-        return found
-
-    def _remember(self, tx: _Tx | None, texts: Mapping[str, str]) -> None:
-        """Cache texts already hash-checked (content-addressed rows never change)."""
-        if tx is None:
-            return  # they all came from the cache
-        for text_id, text in texts.items():
-            if content_id(text) == text_id:
-                tx.read[text_id] = text
-
-    def _put_snapshot(self, tx: _Tx, snapshot: Snapshot, also: Mapping[str, str] | None = None) -> str:
-        """Store ``snapshot`` (and the texts ``also``, in the same round trip) content-addressed."""
-        manifest, texts = snapshot_manifest(snapshot)
-        snapshot_id = content_id(manifest)
-        if self._is_known(snapshot_id):
-            if also:
-                self._put_texts(tx, also)
-            return snapshot_id
-        self._put_texts(tx, {**texts, **(also or {})})
-        tx.send(
-            "INSERT INTO snapshots (id, manifest) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING", (snapshot_id, manifest)
-        )
-        tx.stored.add(snapshot_id)
-        return snapshot_id
-
-    def _load_snapshot(self, tx: _Tx, session_id: str, snapshot_id: str) -> Snapshot:
-        held = self._held_snapshot(snapshot_id)
-        if held is not None:
-            return held
-        row = tx.one("SELECT manifest FROM snapshots WHERE id = %s", (snapshot_id,))
-        if row is None:
-            raise CorruptRecord(f"stored snapshot {snapshot_id[:12]} is missing", session_id)
-        ids = manifest_ids(session_id, snapshot_id, row[0])
-        texts = self._get_texts(tx, [i for pair in ids.values() for i in pair if i is not None])
-        snapshot = snapshot_from_texts(session_id, snapshot_id, ids, texts)
-        self._remember(tx, texts)
-        self._hold(self._snapshots, snapshot_id, snapshot)
-        return snapshot
 
     # -- rows -----------------------------------------------------------------------------
 
@@ -470,112 +366,26 @@ class PostgresStore(Transactions, Store):
             tx.prove("deletion", "SELECT NOT EXISTS (SELECT 1 FROM sessions WHERE id = %s)", (session_id,))
 
         self._run(session_id, "delete the session", work, write=True)
-        self._logs.forget(session_id)
+        self._held.forget(session_id)
 
     def state(self, session_id: str) -> SessionState:
         def work(tx: _Tx) -> SessionState:
             # One statement (nia_view without history), so record, epoch, snapshot manifest and pending input
             # are one instant; the texts they name are immutable (content-addressed) and may be fetched after it.
-            known, segments_id = self._held_ids(session_id)
+            known, segments_id = self._held.held_ids(session_id)
             row = tx.one("SELECT nia_view(%s, NULL, NULL, %s::text[])", (session_id, known))
-            asked = _Asked(None, None, known, segments_id)
-            return self._view_from(tx, session_id, row[0] if row else None, asked).state
+            asked = Asked(None, None, known, segments_id)
+            return self._held.decode(tx, session_id, row[0] if row else None, asked).state
 
         return self._read_fresh(session_id, work)
-
-    def _held_ids(self, session_id: str) -> tuple[list[str], str | None]:
-        """The active epoch's segment list id and snapshot id this process holds decoded (no need to send them),
-        and the first alone."""
-        with self._cache_lock:
-            segments_id, snapshot_id = self._seen.get(session_id, ("", ""))
-            segments = segments_id if segments_id in self._baselines else None
-            return [i for i in (segments, snapshot_id if snapshot_id in self._snapshots else None) if i], segments
 
     def _read_fresh(self, session_id: str, work: Callable[[_Tx], T]) -> T:
         """Run a read; when what it left out is no longer held here (another thread's eviction), read it all."""
         try:
             return self._run(session_id, "read the session", work, write=False)
-        except _Stale:
-            with self._cache_lock:
-                self._seen.pop(session_id, None)
-            self._logs.forget(session_id)
+        except Stale:
+            self._held.forget(session_id)
             return self._run(session_id, "read the session", work, write=False)
-
-    def _active_epoch(
-        self,
-        tx: _Tx | None,
-        session_id: str,
-        number: int,
-        row: Sequence[Any],
-        manifest: str | None,
-        known: Sequence[str],
-        segments_id: str | None,
-    ) -> ActiveEpoch:
-        """The active epoch from its row; the baseline and snapshot from this process's cache when the read left
-        them out: the snapshot's id is in the row (content-addressed: what is held for an id is what it stores),
-        the segments' (``segments_id``, the sha256 of the stored list) the server checked. :class:`_Stale` when
-        what was left out is no longer held."""
-        if row[0] is None:
-            raise CorruptRecord(f"its active epoch {number} is missing", session_id)
-        record, segments = epoch_from_row(session_id, row)
-        if segments is None and segments_id is not None:  # left out: held here for the segments sent before
-            held = self._held_baseline(segments_id)
-            if held is None or held[0] != record.baseline_id:
-                raise _Stale(session_id)
-            baseline = held[1]
-        else:
-            segments_id = content_id(segments) if isinstance(segments, str) else None
-            held = self._held_baseline(segments_id) if segments_id is not None else None
-            if held is not None and held[0] == record.baseline_id:
-                baseline = held[1]
-            else:
-                segment_ids = parse_segments(session_id, segments, number)
-                texts = self._get_texts(tx, segment_ids)
-                baseline = baseline_from_texts(session_id, record.baseline_id, segment_ids, texts, number)
-                self._remember(tx, texts)
-                assert segments_id is not None  # parse_segments refused anything but text
-                self._hold(self._baselines, segments_id, (record.baseline_id, baseline))
-        snapshot = self._held_snapshot(record.snapshot_id)
-        if snapshot is None:
-            if manifest is None:
-                if record.snapshot_id in known:
-                    raise _Stale(session_id)
-                raise CorruptRecord(f"stored snapshot {record.snapshot_id[:12]} is missing", session_id)
-            ids = manifest_ids(session_id, record.snapshot_id, manifest)
-            texts = self._get_texts(tx, [i for pair in ids.values() for i in pair if i is not None])
-            snapshot = snapshot_from_texts(session_id, record.snapshot_id, ids, texts)
-            self._remember(tx, texts)
-            self._hold(self._snapshots, record.snapshot_id, snapshot)
-        with self._cache_lock:
-            self._seen[session_id] = (segments_id or "", record.snapshot_id)
-            self._seen.move_to_end(session_id)
-            while len(self._seen) > _KNOWN_LIMIT:
-                self._seen.popitem(last=False)
-        return ActiveEpoch(record, baseline, snapshot)
-
-    def _held_baseline(self, segments_id: str) -> tuple[str, str] | None:
-        """``(baseline id, text)`` validated for the stored segment list whose sha256 is ``segments_id``."""
-        with self._cache_lock:
-            held = self._baselines.get(segments_id)
-            if held is not None and isinstance(held[1], tuple):  # stored by this process: its segments, joined once
-                held = self._baselines[segments_id] = (held[0], "".join(held[1]))
-            if held is not None:
-                self._baselines.move_to_end(segments_id)
-            return held  # type: ignore[return-value]
-
-    def _held_snapshot(self, snapshot_id: str) -> Snapshot | None:
-        with self._cache_lock:
-            held = self._snapshots.get(snapshot_id)
-            if held is not None:
-                self._snapshots.move_to_end(snapshot_id)
-            return held
-
-    def _hold(self, cache: OrderedDict[str, Any], key: str, value: Any) -> None:
-        with self._cache_lock:
-            cache[key] = value
-            cache.move_to_end(key)
-            while len(cache) > _DECODED:
-                cache.popitem(last=False)
 
     def view(self, session_id: str, *, after_write: bool = False, tail: bool = False) -> SessionView:
         """State and history in one statement (``nia_view``), only what this process has not validated before;
@@ -588,82 +398,31 @@ class PostgresStore(Transactions, Store):
                     return view
 
         def work(tx: _Tx) -> SessionView:
-            asked = self._asking(session_id, tail=tail)
+            asked = self._held.asking(session_id, tail=tail)
             row = tx.one("SELECT nia_view(%s, %s, %s, %s::text[])", (session_id, asked.after, asked.mark, asked.known))
-            return self._view_from(tx, session_id, row[0] if row else None, asked, tail=tail)
+            return self._held.decode(tx, session_id, row[0] if row else None, asked, tail=tail)
 
         return self._read_fresh(session_id, work)
 
-    def _asking(self, session_id: str, *, tail: bool) -> _Asked:
-        """What to ask ``nia_view`` for: the rows after those held (under their mark), else all or the tail."""
-        after, mark = self._logs.known(session_id)
-        if mark is None:
-            after = -1 if tail else 0
-        return _Asked(after, mark, *self._held_ids(session_id))
-
-    def _decode_view(self, session_id: str, raw: Any, asked: _Asked, *, tail: bool) -> SessionView | None:
+    def _decode_view(self, session_id: str, raw: Any, asked: Asked, *, tail: bool) -> SessionView | None:
         """``raw`` from a write's answer (``None``: it does not serve, read anew); texts not in the cache are
         fetched afterwards (they never change)."""
         if asked.after is not None and asked.after < 0 and not tail:
             return None  # the write answered with the tail: the whole history is wanted
         try:
             try:
-                return self._view_from(None, session_id, raw, asked, tail=tail)
-            except _NeedTexts:
+                return self._held.decode(None, session_id, raw, asked, tail=tail)
+            except NeedTexts:
                 return self._run(
                     session_id,
                     "read the session",
-                    lambda tx: self._view_from(tx, session_id, raw, asked, tail=tail),
+                    lambda tx: self._held.decode(tx, session_id, raw, asked, tail=tail),
                     write=False,
                 )
-        except _Stale:
+        except Stale:
             return None
 
-    def _view_from(
-        self,
-        tx: _Tx | None,
-        session_id: str,
-        raw: Any,
-        asked: _Asked,
-        *,
-        tail: bool = False,
-        history_only: bool = False,
-    ) -> SessionView:
-        """Decode and validate ``nia_view``'s answer (with ``history_only``, its history alone: the state is
-        then :data:`_NO_STATE`)."""
-        if raw is None:
-            raise UnknownSession(f"no session {session_id!r} in {self.url}")
-        try:
-            session_row, epoch_row, manifest, pending_rows, mark, after, rows = raw
-        except (TypeError, ValueError):
-            raise CorruptRecord("its stored view does not read", session_id) from None
-        state = _NO_STATE
-        if not history_only:
-            session = session_from_row(session_row)
-            epoch = None
-            if session.epoch is not None:
-                epoch = self._active_epoch(
-                    tx, session_id, session.epoch, epoch_row, manifest, asked.known, asked.segments_id
-                )
-            pending = tuple(pending_message(session_id, *row) for row in pending_rows)
-            state = SessionState(session, epoch, pending)
-        if after is None:
-            return SessionView(state, ())
-        entries = [history_entry(session_id, *row) for row in rows]
-        if asked.after is not None and asked.after < 0:  # the tail, as asked: nothing held, nothing kept
-            return SessionView(state, tuple(entries), tuple(entry.message for entry in entries), tail=True)
-        if not isinstance(mark, str) or not isinstance(after, int):
-            mark, after = None, 0
-        try:
-            history, messages = self._logs.extend(session_id, mark, after, entries)
-        except LookupError:
-            raise _Stale(session_id) from None
-        if tail:
-            start = tail_start(messages)
-            return SessionView(state, history[start:], messages[start:], tail=True)
-        return SessionView(state, history, messages)
-
-    def _settled(self, session_id: str, answer: Mapping[str, Any], asked: _Asked | None = None) -> Any:
+    def _settled(self, session_id: str, answer: Mapping[str, Any], asked: Asked | None = None) -> Any:
         """A write function's result, or the error its answer names; its view is left for :meth:`view`."""
         if "error" in answer:
             raise UnknownSession(f"no session {session_id!r} in {self.url}")
@@ -682,9 +441,9 @@ class PostgresStore(Transactions, Store):
 
     def history(self, session_id: str) -> list[HistoryEntry]:
         def work(tx: _Tx) -> SessionView:
-            asked = self._asking(session_id, tail=False)
+            asked = self._held.asking(session_id, tail=False)
             row = tx.one("SELECT nia_view(%s, %s, %s, %s::text[])", (session_id, asked.after, asked.mark, asked.known))
-            return self._view_from(tx, session_id, row[0] if row else None, asked, history_only=True)
+            return self._held.decode(tx, session_id, row[0] if row else None, asked, history_only=True)
 
         return list(self._read_fresh(session_id, work).history)
 
@@ -702,9 +461,10 @@ class PostgresStore(Transactions, Store):
         return self._run(session_id, "read the epochs", work, write=False)
 
     def snapshot(self, session_id: str, snapshot_id: str) -> Snapshot:
-        return self._run(
-            session_id, "read a snapshot", lambda tx: self._load_snapshot(tx, session_id, snapshot_id), write=False
-        )
+        def work(tx: _Tx) -> Snapshot:
+            return self._held.load_snapshot(tx, session_id, snapshot_id)
+
+        return self._run(session_id, "read a snapshot", work, write=False)
 
     # -- input and replies ----------------------------------------------------------------
 
@@ -713,11 +473,11 @@ class PostgresStore(Transactions, Store):
             raise ValueError(f"only user input and tool results wait for promotion, not {message.kind!r}")
         refuse_unsendable(session_id, message)
 
-        asked: list[_Asked] = []
+        asked: list[Asked] = []
 
         def build() -> _Call:
             token = self._token()
-            asked[:] = [self._asking(session_id, tail=True)]
+            asked[:] = [self._held.asking(session_id, tail=True)]
             return _Call(
                 "SELECT nia_enqueue(%s, %s, %s, %s, %s, %s, %s, %s::text[])",
                 (token, session_id, message.kind, message_body(message), now(), *asked[0].params()),
@@ -727,11 +487,11 @@ class PostgresStore(Transactions, Store):
         self._settled(session_id, self._call(session_id, "keep the input", build), asked[0])
 
     def promote(self, session_id: str, *, location: str) -> list[Message]:
-        asked: list[_Asked] = []
+        asked: list[Asked] = []
 
         def build() -> _Call:
             token = self._token()
-            asked[:] = [self._asking(session_id, tail=True)]
+            asked[:] = [self._held.asking(session_id, tail=True)]
             return _Call(
                 "SELECT nia_promote(%s, %s, %s, %s, %s, %s, %s, %s::text[])",
                 (token, session_id, location, list(MESSAGE_KINDS), now(), *asked[0].params()),
@@ -790,7 +550,7 @@ class PostgresStore(Transactions, Store):
                 (_NEXT_SEQ, (session_id,)),
             )
             number, seq = _first(next_number), _first(next_seq)
-            snapshot_id = self._put_snapshot(tx, snapshot, also=segment_texts)
+            snapshot_id = self._held.put_snapshot(tx, snapshot, also=segment_texts)
             history_from, summary_seq = session.history_from, session.summary_seq
             if compaction is not None:
                 self._insert_messages(tx, session_id, seq, number, [Message("summary", compaction.summary)], None)
@@ -836,8 +596,8 @@ class PostgresStore(Transactions, Store):
         record = self._run(session_id, "store the new context epoch", work, write=True)
         # Committed: the reads that follow (the same boundary) take the baseline and snapshot from memory rather
         # than reading them back; the segments, not a joined copy (the caller still holds the whole text).
-        self._hold(self._baselines, content_id(canonical_list(segment_ids)), (baseline_id, baseline))
-        self._hold(self._snapshots, content_id(snapshot_manifest(snapshot)[0]), snapshot)
+        self._held.hold_baseline(content_id(canonical_list(segment_ids)), (baseline_id, baseline))
+        self._held.hold_snapshot(content_id(snapshot_manifest(snapshot)[0]), snapshot)
         return record
 
     def admit_update(
@@ -847,11 +607,11 @@ class PostgresStore(Transactions, Store):
         snapshot_id = content_id(manifest)
         body = message_body(Message("system_update", text))
 
-        asked: list[_Asked] = []
+        asked: list[Asked] = []
 
         def build() -> _Call:
             token = self._token()
-            known = self._asking(session_id, tail=True)
+            known = self._held.asking(session_id, tail=True)
             # The snapshot is this one once the write commits (held then): the answer need not carry it.
             asked[:] = [known._replace(known=[*known.known, snapshot_id])]
             call = _Call(
@@ -859,42 +619,14 @@ class PostgresStore(Transactions, Store):
                 (token, session_id, expected_revision, epoch, body, snapshot_id, now(), *asked[0].params()),
                 token,
             )
-            self._snapshot_ahead(call, snapshot_id, manifest, texts)
+            self._held.snapshot_ahead(call, snapshot_id, manifest, texts)
             return call
 
         answer = self._call(session_id, "store the mid-conversation system message", build)
         if "ok" in answer:
-            self._hold(self._snapshots, snapshot_id, snapshot)
+            self._held.hold_snapshot(snapshot_id, snapshot)
         (seq,) = self._settled(session_id, answer, asked[0])
         return Message("system_update", text, seq=seq, epoch=epoch)
-
-    def _snapshot_ahead(self, call: _Call, snapshot_id: str, manifest: str, texts: Mapping[str, str]) -> None:
-        """Store a snapshot ahead of ``call``, in its transaction, with no answer awaited.
-
-        Texts this process already stored or saw are not sent again; the rest
-        go with ``ON CONFLICT DO NOTHING`` (sorted: concurrent writers lock ids
-        in one order). What is sent is cached once the write commits.
-        """
-        call.read.update(texts)  # the view the write answers with names them
-        if self._is_known(snapshot_id):
-            return
-        unknown = sorted(i for i in texts if not self._is_known(i))
-        if unknown:
-            call.before.append(
-                (
-                    "INSERT INTO blobs (id, data) SELECT * FROM unnest(%s::text[], %s::bytea[])"
-                    " ON CONFLICT (id) DO NOTHING",
-                    (unknown, [texts[i].encode("utf-8") for i in unknown]),
-                )
-            )
-        call.before.append(
-            (
-                "INSERT INTO snapshots (id, manifest) VALUES (%s, %s) ON CONFLICT (id) DO NOTHING",
-                (snapshot_id, manifest),
-            )
-        )
-        call.stored.update(unknown)
-        call.stored.add(snapshot_id)
 
     # -- user commands --------------------------------------------------------------------
 
@@ -959,32 +691,6 @@ def open_postgres(url: str, *, migrate: bool = True) -> PostgresStore:
 
 _NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s"
 """The next history number; read only while holding the session's row lock, so it is never taken twice."""
-
-
-class _NeedTexts(Exception):
-    """Texts a view names are not in the process's cache: read them (they never change)."""
-
-
-class _Stale(Exception):
-    """A read left out what this process held when it asked (evicted since): read again, asking for all of it."""
-
-
-_NO_STATE = SessionState(SessionRecord("", "", "", "", 0, None), None)
-"""Stands for the state in a history read, which decodes none."""
-
-
-class _Asked(NamedTuple):
-    """What a read asked ``nia_view`` for: see its definition in postgres_schema.py."""
-
-    after: int | None
-    mark: str | None
-    known: list[str]
-    segments_id: str | None = None
-    """The segment list id among ``known``."""
-
-    def params(self) -> tuple[int | None, str | None, list[str]]:
-        """The three parameters of ``nia_view`` after the session id."""
-        return self.after, self.mark, self.known
 
 
 def _first(cursor: psycopg.Cursor[Any]) -> int:

@@ -23,10 +23,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import chain, islice
 
 from nia_core.model import Message, ModelRequest
-from nia_core.records import record
 from nia_core.sessions.histories import Prefix
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
 
@@ -98,7 +98,7 @@ def _project(
     return summary + done + _results_after_calls(rest), stable, rest[:last_reply]
 
 
-@record
+@dataclass
 class _Projected:
     """What the last projection of a store's log found final (see :func:`project`)."""
 

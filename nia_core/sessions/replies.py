@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from nia_core.model import Message, Reply, Usage
-from nia_core.records import record
 from nia_core.sessions.store_errors import CorruptRecord
 
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ReplyRecord:
     model: str
     """``PROVIDER/MODEL`` that answered (a session may switch models; prices follow the reply)."""

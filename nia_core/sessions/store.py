@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import overload
 
 from nia_core.context import Snapshot
 from nia_core.model import Message
-from nia_core.records import record
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store_errors import CorruptRecord, RevisionConflict, StoreError
 
@@ -96,7 +95,7 @@ def tail_start(messages: Sequence[Message]) -> int:
     return len(messages)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class PendingCompaction:
     """A compaction asked for but not yet applied (its fresh baseline may be blocked)."""
 
@@ -106,7 +105,7 @@ class PendingCompaction:
     """The last history ``seq`` the summary stands for; later messages stay projected."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SessionRecord:
     id: str
     location: str
@@ -126,7 +125,7 @@ class SessionRecord:
     compaction: PendingCompaction | None = None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class EpochRecord:
     """One context epoch, active or past (the audit trail)."""
 
@@ -145,7 +144,7 @@ class EpochRecord:
     created: str
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ActiveEpoch:
     record: EpochRecord
     baseline: str
@@ -157,7 +156,7 @@ class ActiveEpoch:
         return self.record.number
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SessionState:
     """A consistent read of a session: its record, active epoch and pending input."""
 
@@ -166,7 +165,7 @@ class SessionState:
     pending: tuple[Message, ...] = ()
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HistoryEntry:
     """One durable message with what the store knows about it."""
 
@@ -179,7 +178,7 @@ class HistoryEntry:
     """For an ``assistant`` reply: model, token usage and stop reason (``None`` for rows before schema 2)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SessionView:
     """A session's state and its durable history (whole, or its tail when asked), read together."""
 
@@ -197,7 +196,7 @@ class SessionView:
             object.__setattr__(self, "messages", tuple(entry.message for entry in self.history))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SessionActivity:
     """How much a session holds and when it last changed, for listing and pruning."""
 
@@ -206,7 +205,7 @@ class SessionActivity:
     """ISO-8601 UTC: the newest of its creation, messages, epochs and pending input."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SessionListing:
     """The sessions that read, and one :class:`CorruptRecord` (naming its session) per damaged row."""
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-from nia_plugins.git.core_internals import record
 from nia_plugins.git.escape import plain
 
 CONFLICTS = {
@@ -31,7 +31,7 @@ def _label(xy: str) -> str:
     return " and ".join(words) or "changed"
 
 
-@record
+@dataclass
 class ParsedStatus:
     oid: str = ""
     head: str = ""

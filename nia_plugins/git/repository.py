@@ -8,15 +8,15 @@ bounded, never a FIFO nor a link out.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from nia_core import StatCache
-from nia_plugins.git.core_internals import record
 
 _files = StatCache()
 """Checked contents of the git directory's small files, read again only when they change."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Repository:
     worktree: str
     """The folder holding ``.git``."""

@@ -10,10 +10,12 @@ switch off whatever the repository's own config could make git run
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from dataclasses import dataclass
 from functools import lru_cache
 
-from nia_plugins.git.core_internals import log, record
+from nia_plugins.git.core_internals import log
 from nia_plugins.git.escape import plain
 from nia_plugins.git.process import Budget, Started, spawn
 from nia_plugins.git.repository import Repository, inside_any
@@ -86,18 +88,11 @@ def git_environment(search: str, overrides: tuple[tuple[str, str], ...] = ()) ->
 
 
 def _git_in(folder: str) -> str | None:
-    """``shutil.which("git", path=folder)``; on POSIX without importing shutil (and bz2, lzma), ~2 ms a process."""
-    if os.name == "nt":  # PATHEXT and friends
-        import shutil
-
-        return shutil.which("git", path=folder)
-    candidate = os.path.join(folder, "git")
-    if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
-        return candidate
-    return None
+    """The ``git`` program in ``folder``, if there is one."""
+    return shutil.which("git", path=folder)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GitProgram:
     """The git nia runs, and the ``PATH`` it runs with."""
 

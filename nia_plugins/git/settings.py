@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
-from nia_plugins.git.core_internals import record
 
-
-@record(frozen=True)
+@dataclass(frozen=True)
 class Settings:
     """``[plugins.nia-git]`` in ``.nia/project.toml``."""
 

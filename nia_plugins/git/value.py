@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import Any
-
-from nia_plugins.git.core_internals import record
 
 KEY = "nia/git"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GitStatus:
     """What the model is told; compared by value, so equal states cost no message."""
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from nia_core.agents import ADAPTERS
+from tests.security.test_first_round_leftovers import Lines
 
 _SCRIPT = Path(sys.executable).with_name("nia")
 NIA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
@@ -261,3 +264,109 @@ def test_init_keeps_existing_files_and_refuses_a_nia_folder_leading_outside(tmp_
     (linked / ".nia").symlink_to(elsewhere)
     refused = nia(linked, "init")
     assert refused.returncode == 2 and "nothing written" in refused.stderr and list(elsewhere.iterdir()) == []
+
+
+# -- 27.3: nia dev sees the data files its sources read, and re-observes the rest ----------------------------
+
+READS_NOTES = """\
+from pathlib import Path
+from nia_core import ContextSource, StatCache, hookimpl
+
+cache = StatCache()
+
+@hookimpl
+def nia_context_sources(location):
+    path = Path({where!r})
+    return [ContextSource(key="notes/notes", load=lambda: cache.read_text(path).strip(),
+                          baseline=lambda v: "NOTES: " + v, update=lambda old, new: "NOTES NOW: " + new)]
+"""
+READS_WITHOUT_A_CACHE = """\
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    path = Path({where!r})
+    return [ContextSource(key="plain/state", load=lambda: path.read_text().strip(),
+                          baseline=lambda v: "STATE: " + v, update=lambda old, new: "STATE NOW: " + new)]
+"""
+
+
+def _dev(cwd: Path, plugins: Path, *extra: str) -> tuple[subprocess.Popen[bytes], Lines]:
+    process = subprocess.Popen(
+        [*NIA, "-p", "no:nia-date", "dev", "--plugins-dir", str(plugins), *extra],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    return process, Lines(process.stdout)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_nia_dev_shows_an_edit_of_the_generated_plugins_notes(tmp_path: Path) -> None:
+    """The template's NOTES.md says "edit it while nia dev runs": a plain folder, nothing watched recursively."""
+    made = nia(tmp_path, "plugin", "new", "nia-notes", "--dir", "nia-notes")
+    assert made.returncode == 0, made.stderr
+    plugin = tmp_path / "nia-notes"
+    notes = plugin / "NOTES.md"
+    process, out = _dev(plugin, plugin / "src")
+    try:
+        out.wait_for(process, "for changes")
+        assert "Project notes (NOTES.md):" in out.text_so_far()
+        notes.write_text("Ship on Fridays.\n")
+        out.wait_for(process, "Ship on Fridays.")  # one line at a time
+        notes.unlink()
+        out.wait_for(process, "given earlier no longer apply")
+        time.sleep(1.5)  # a few ticks more: each edit is said once
+        assert out.text_so_far().count("Ship on Fridays") == 1
+    finally:
+        _stop(process)
+    assert process.returncode == 0
+
+
+def test_nia_dev_shows_an_edit_of_a_file_outside_the_project_a_source_read(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    notes = tmp_path / "shared" / "notes.md"
+    notes.parent.mkdir()
+    notes.write_text("one\n")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "notes.py").write_text(READS_NOTES.format(where=str(notes)))
+    process, out = _dev(folder, plugins)
+    try:
+        out.wait_for(process, "for changes")
+        assert "NOTES: one" in out.text_so_far()
+        notes.write_text("two\n")
+        out.wait_for(process, "NOTES NOW: two")
+    finally:
+        _stop(process)
+    assert process.returncode == 0
+
+
+def test_nia_dev_re_observes_other_sources_on_its_interval_and_is_quiet_when_nothing_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    state = tmp_path / "elsewhere" / "state"
+    state.parent.mkdir()
+    state.write_text("idle\n")
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "plain.py").write_text(READS_WITHOUT_A_CACHE.format(where=str(state)))
+    process, out = _dev(folder, plugins, "--interval", "1")
+    try:
+        out.wait_for(process, "for changes")
+        time.sleep(3)  # three re-observations with nothing new: nothing printed
+        quiet = out.text_so_far()
+        assert quiet.rstrip().endswith("(Ctrl-C to stop)"), quiet
+        state.write_text("busy\n")
+        out.wait_for(process, "STATE NOW: busy")
+    finally:
+        _stop(process)

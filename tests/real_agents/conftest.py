@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.real_agents.fakemodel import FakeModel
+from tests.conftest import isolate, stop_residents
+from tests.real_agents.fakemodel import FakeModel, Recorded
 from tests.real_agents.harness import nia_program
 
 PLUGIN = """
@@ -44,13 +49,44 @@ def hook_log(cwd: Path) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
+def make_project(root: Path) -> Path:
+    """A git work tree with an AGENTS.md and nia's test plugin (value "one")."""
     (root / ".git").mkdir(parents=True)
     (root / "AGENTS.md").write_text("AGENTS-SAYS: use tabs.\n")
     write_plugin(root, "one")
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "shop")
+
+
+@contextmanager
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The environment every test gets (tests/conftest.py), for a module-scoped fixture, which runs before it.
+
+    A module's tests share one recorded agent session: the fixture drives the
+    agent inside this environment and the tests assert on what it recorded.
+    """
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        runtime = isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
+        try:
+            yield home
+        finally:
+            stop_residents(runtime)
+
+
+@dataclass
+class Step:
+    """One agent turn of a shared session, as recorded: what the agent sent the model and what nia logged."""
+
+    session: str
+    requests: list[Recorded]
+    """Every model request of the turn, in order (side calls and summaries included)."""
+    log: list[dict]
+    """nia's hook log after the turn (``nia hook log --json``), oldest first."""
 
 
 @pytest.fixture
@@ -66,6 +102,21 @@ def agent_home(tmp_path: Path) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def copilot_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where Copilot unpacks its runtime on its first start (``COPILOT_CACHE_HOME``), shared by a test session."""
+    return tmp_path_factory.mktemp("copilot-cache")
+
+
+def record(agent: Any, server: FakeModel, *turn: Any) -> Step:
+    """One turn of ``agent`` (its ``turn(prompt, session, ...)``), which must succeed, as a :class:`Step`."""
+    before = len(server.model_requests())
+    result = agent.turn(*turn)
+    assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+    assert result.session_id
+    return Step(result.session_id, server.model_requests()[before:], hook_log(agent.project))
+
+
 def pytest_generate_tests(metafunc):
     """A test marked ``both_hook_modes`` runs twice: its hooks answered in their own process, and by a resident."""
     if metafunc.definition.get_closest_marker("both_hook_modes"):
@@ -76,7 +127,7 @@ def pytest_generate_tests(metafunc):
 def real_hook_mode(request, monkeypatch):
     """The hooks answered in their own process; by a resident process too where the test is marked.
 
-    One test per agent is marked: several resumed turns with an update and a removal, whose hooks
+    One test per hook agent is marked: several resumed turns with an update and a removal, whose hooks
     after the first are answered by the resident process the first started (tests/resident_helpers
     waits for it between turns and checks who answered). Every other path a resident takes is the
     in-process one it shares (nia_core/agents/answer.py), run both ways by tests/agents and

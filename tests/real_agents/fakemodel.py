@@ -3,7 +3,8 @@
 It speaks Anthropic Messages (``POST /v1/messages``, SSE when ``"stream": true``,
 and ``/v1/messages/count_tokens``) for Claude Code, OpenAI Responses
 (``POST /v1/responses``, SSE) for Codex, OpenAI chat completions
-(``POST /v1/chat/completions``, SSE when ``"stream": true``) for Qwen Code, and
+(``POST /v1/chat/completions``, SSE when ``"stream": true``) for Qwen Code, OpenCode
+and GitHub Copilot CLI, and
 the Gemini API (``POST /v1beta/models/MODEL:streamGenerateContent?alt=sse``,
 ``:generateContent``, ``:countTokens``) for Gemini CLI. Every request body is
 kept in :attr:`FakeModel.requests`, so a test asserts on what an agent actually sent.
@@ -50,10 +51,13 @@ COMPACTION_PROMPTS = (
     "CONTEXT CHECKPOINT COMPACTION",
     "CRITICAL: Respond with TEXT ONLY",
     "<state_snapshot>",
+    "Do not mention the summary process or that context was compacted",
+    "The history is being compacted",
 )
 """How the agents' summarisation requests end: Codex's (codex-rs ``templates/compact/prompt.md``),
 Claude Code 2.1.328's (it wants an ``<analysis>`` and a ``<summary>`` block back), and Gemini CLI's and
-Qwen Code's (both ask for a ``<state_snapshot>``; Gemini then asks to check it, in a second request)."""
+Qwen Code's (both ask for a ``<state_snapshot>``; Gemini then asks to check it, in a second request), OpenCode
+1.18.33's and GitHub Copilot CLI 1.0.102's."""
 
 SUMMARY = "SUMMARY-OF-EARLIER-WORK"
 """The fake model's summary, so a test can find the compacted history."""
@@ -65,6 +69,18 @@ def is_compaction(body: dict[str, Any]) -> bool:
     last = items[-1] if items and isinstance(items[-1], dict) else {}
     text = json.dumps(last.get("content", last.get("parts", "")))
     return any(prompt in text for prompt in COMPACTION_PROMPTS)
+
+
+SIDE_CALLS = ("You are a title generator",)
+"""How an agent's side requests begin, which are not a conversation turn: OpenCode's title generation."""
+
+
+def is_side_call(body: dict[str, Any]) -> bool:
+    """Whether a recorded request is an agent's side request (its system message says so)."""
+    messages = body.get("messages") or []
+    first = messages[0] if messages and isinstance(messages[0], dict) else {}
+    system = first.get("content") if first.get("role") == "system" else ""
+    return isinstance(system, str) and system.startswith(SIDE_CALLS)
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -322,9 +338,11 @@ class FakeModel:
         return responses_stream(reply.text, model, reply.input_tokens, reply.call)
 
     def _next(self, body: dict[str, Any]) -> Reply:
-        """The next conversation answer (a summary for a summarisation request)."""
+        """The next conversation answer (a summary for a summarisation request; a side call takes no script)."""
         if is_compaction(body):
             return Reply(f"<state_snapshot>{SUMMARY}</state_snapshot>")
+        if is_side_call(body):
+            return Reply("A title")
         with self._lock:
             return self.script.pop(0) if self.script else Reply(self.reply, None, self.input_tokens)
 

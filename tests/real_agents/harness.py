@@ -6,10 +6,10 @@
   (CI) turns the skip into a failure.
 - :class:`~tests.real_agents.fakemodel.FakeModel` is the loopback model server that
   records every request.
-- :class:`ClaudeCode`, :class:`Codex`, :class:`GeminiCli` and :class:`QwenCode`
-  run one non-interactive turn each, with a temporary ``HOME`` (and
-  ``CODEX_HOME``) so nothing of the machine's own configuration, login or
-  history is read or written.
+- :class:`ClaudeCode`, :class:`Codex`, :class:`GeminiCli`, :class:`QwenCode`,
+  :class:`OpenCode` and :class:`Copilot` run one non-interactive turn each,
+  with a temporary ``HOME`` (and ``CODEX_HOME``) so nothing of the machine's
+  own configuration, login or history is read or written.
 - :class:`CodexAppServer` drives ``codex app-server`` over stdio (JSON-RPC), the
   server Codex's own terminal UI talks to: one long-lived session, and the
   requests behind ``/clear`` and ``/compact`` that ``codex exec`` has no way to make.
@@ -38,6 +38,8 @@ from tests.resident_helpers import agent_turn
 CLAUDE_CODE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
 GEMINI_CLI_VERSION = "0.61.0"
+OPENCODE_VERSION = "1.18.33"
+COPILOT_VERSION = "1.0.102"
 QWEN_CODE_VERSION = "0.24.4"
 TURN_TIMEOUT = 120
 """Seconds one agent turn may take (a few seconds normally; generous for a loaded CI machine)."""
@@ -312,6 +314,144 @@ class QwenCode:
     def transcripts(self) -> list[Path]:
         """Its session files (``~/.qwen/projects/<project>/chats/<session id>.jsonl``)."""
         return sorted(self.home.glob(".qwen/projects/*/chats/*.jsonl"), key=lambda p: p.stat().st_mtime)
+
+
+@dataclass
+class OpenCode:
+    """``opencode run`` against the fake model server (an OpenAI-compatible provider), with a temporary ``HOME``.
+
+    The provider is configured in OpenCode's global config folder
+    (``$XDG_CONFIG_HOME/opencode/opencode.json``), so the project holds only
+    what a user's would. OpenCode installs ``@opencode-ai/plugin`` from the
+    npm registry into every config folder that has a plugin the first time it
+    starts there; ``deps`` is a ``.opencode`` folder where that install was
+    done once (``tests/real_agents/conftest.py``): its ``package.json``, lock
+    file and ``.gitignore`` are copied and its ``node_modules`` linked into
+    each config folder, so OpenCode finds the package installed (its check:
+    ``node_modules`` exists and the lock file names every dependency).
+    ``context``: the model's context window (a large reported usage then
+    makes OpenCode compact).
+    """
+
+    project: Path
+    home: Path
+    server: FakeModel
+    deps: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    context: int | None = None
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_AUTOUPDATE="1", NO_COLOR="1")
+        env.update(self.extra_env)
+        return env
+
+    def config_dir(self) -> Path:
+        env = self.env()
+        return Path(env.get("XDG_CONFIG_HOME") or self.home / ".config") / "opencode"
+
+    def database(self) -> Path:
+        env = self.env()
+        return Path(env.get("XDG_DATA_HOME") or self.home / ".local" / "share") / "opencode" / "opencode.db"
+
+    def configure(self) -> None:
+        model: dict[str, Any] = {"name": "Fake model"}
+        if self.context is not None:
+            model["limit"] = {"context": self.context, "output": 1000}
+        config = {
+            "model": "fake/fake-model",
+            "provider": {
+                "fake": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Fake",
+                    "options": {"baseURL": f"{self.server.url}/v1", "apiKey": "test-key"},
+                    "models": {"fake-model": model},
+                }
+            },
+        }
+        folder = self.config_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "opencode.json").write_text(json.dumps(config))
+        for target in (folder, self.project / ".opencode"):
+            if self.deps is not None and target.is_dir() and not (target / "node_modules").exists():
+                for name in ("package.json", "package-lock.json", ".gitignore"):
+                    if (self.deps / name).exists() and not (target / name).exists():
+                        (target / name).write_bytes((self.deps / name).read_bytes())
+                (target / "node_modules").symlink_to(self.deps / "node_modules")
+
+    def turn(self, prompt: str, session: str | None = None, fork: bool = False) -> Turn:
+        """One ``opencode run``; ``session``: continue it (``fork``: as a copy, ``--fork``)."""
+        self.configure()
+        args = [str(agent_binary("opencode")), "run", prompt, "--format", "json"]
+        if session:
+            args += ["-s", session, *(["--fork"] if fork else [])]
+        done = subprocess.run(
+            args,
+            cwd=self.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=TURN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        match = re.search(r'"sessionID"\s*:\s*"([^"]+)"', done.stdout)
+        found = match.group(1) if match else "" if fork else session or ""
+        return Turn(found, done.returncode, done.stdout, done.stderr)
+
+
+@dataclass
+class Copilot:
+    """GitHub Copilot CLI in ``-p`` mode against the fake model server (BYOK chat completions, offline).
+
+    ``COPILOT_CACHE_HOME`` is shared by the tests of a run (``cache``): Copilot
+    unpacks its runtime there on its first start. ``trust`` writes the folder
+    into ``trustedFolders`` of ``~/.copilot/config.json``, as Copilot does when
+    the user trusts it (the test stands in for the user; nia never writes it).
+    """
+
+    project: Path
+    home: Path
+    server: FakeModel
+    cache: Path | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def env(self) -> dict[str, str]:
+        env = base_env(self.home)
+        env.update(
+            COPILOT_OFFLINE="true",
+            COPILOT_PROVIDER_BASE_URL=f"{self.server.url}/v1",
+            COPILOT_PROVIDER_API_KEY="test-key",
+            COPILOT_AUTO_UPDATE="false",
+            NO_COLOR="1",
+        )
+        if self.cache is not None:
+            env["COPILOT_CACHE_HOME"] = str(self.cache)
+        env.update(self.extra_env)
+        return env
+
+    def trust(self, folder: Path | None = None) -> None:
+        config = self.home / ".copilot" / "config.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"trustedFolders": [str(folder or self.project)]}))
+
+    def events(self, session: str) -> Path:
+        return self.home / ".copilot" / "session-state" / session / "events.jsonl"
+
+    def turn(self, prompt: str, resume: str | None = None) -> Turn:
+        args = [str(agent_binary("copilot")), "-p", prompt, "--model", "gpt-4o", "--output-format", "json"]
+        if resume:
+            args += ["--resume", resume]
+        done = subprocess.run(
+            args,
+            cwd=self.project,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=TURN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        found = re.findall(r'"sessionId"\s*:\s*"([^"]+)"', done.stdout)
+        return Turn(found[-1] if found else resume or "", done.returncode, done.stdout, done.stderr)
 
 
 class CodexAppServer:

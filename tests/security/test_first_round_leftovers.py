@@ -109,6 +109,9 @@ class Lines:
         self.thread.join(LIMIT)
         return "".join(self.seen)
 
+    def text_so_far(self) -> str:
+        return "".join(self.seen)
+
 
 @pytest.mark.parametrize("how", ["deleted", "moved away", "deleted and made again"])
 def test_nia_dev_outlives_its_folder(world: Attack, how: str) -> None:

@@ -1,6 +1,6 @@
 """A runner process for the multi-process tests.
 
-    python session_driver.py crash URL DIR_A DIR_B          # run boundaries until killed
+    python session_driver.py crash URL DIR_A DIR_B          # run boundaries until killed, naming each one done
     python session_driver.py race URL DIR_A DIR_B OPS SEED  # OPS random operations, then exit 0
 
 ``operate(..., kill_at=N)`` (used from a forked child) SIGKILLs its own process
@@ -63,7 +63,10 @@ def kill_before_statement(store: object, n: int) -> None:
     store._conn.set_trace_callback(trace)  # type: ignore[attr-defined]
 
 
-def operate(url: str, dirs: list[str], ops: int | None, seed: int, kill_at: int | None = None) -> dict[str, int]:
+def operate(
+    url: str, dirs: list[str], ops: int | None, seed: int, kill_at: int | None = None, tell: bool = False
+) -> dict[str, int]:
+    """Run ``ops`` random operations (``None``: until killed); ``tell`` prints each one's name once it is done."""
     rng = random.Random(seed)
     done: dict[str, int] = {}
     with open_store(url) as store:
@@ -94,13 +97,15 @@ def operate(url: str, dirs: list[str], ops: int | None, seed: int, kill_at: int 
                 move(store, session_id, rng.choice(dirs))
                 name = "Moved"
             done[name] = done.get(name, 0) + 1
+            if tell:
+                print(name, flush=True)
     return done
 
 
 def main() -> None:
     mode, url, dir_a, dir_b, *rest = sys.argv[1:]
     if mode == "crash":
-        operate(url, [dir_a, dir_b], None, os.getpid())
+        operate(url, [dir_a, dir_b], None, os.getpid(), tell=True)
     else:
         ops, seed = int(rest[0]), int(rest[1])
         print(sorted(operate(url, [dir_a, dir_b], ops, seed).items()), flush=True)

@@ -9,7 +9,7 @@ headers, error bodies (``{"message": "Bad credentials", ...}``). A test
 changes ``state`` between prompts, or switches ``mode`` to make the server
 refuse the token, run out of rate limit, fail, or hang.
 
-Usable on its own (the main suite's scripted session starts it in a process of its own)::
+Usable on its own, to try a real agent against it::
 
     python fakegithub.py STATE.json   # prints the port, serves until killed; re-reads STATE.json on change
 """
@@ -128,6 +128,17 @@ def default_state() -> dict[str, Any]:
     }
 
 
+def _first_pulls_page(request: dict[str, Any]) -> bool:
+    url = urlsplit(request["path"])
+    parts = url.path.strip("/").split("/")
+    return (
+        request["method"] == "GET"
+        and len(parts) == 4
+        and parts[3] == "pulls"
+        and parse_qs(url.query).get("page", ["1"])[-1] == "1"
+    )
+
+
 class FakeGitHub:
     """The server: ``start()``, ``url``, ``state`` (change it freely), ``requests`` (what arrived), ``stop()``."""
 
@@ -137,6 +148,8 @@ class FakeGitHub:
         self._file_sig: tuple[int, int] | None = None
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
+        """Notified at each request: a test waits for what nia asks, never for a while."""
         self.release = threading.Event()
         fake = self
 
@@ -155,7 +168,8 @@ class FakeGitHub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # stop() waits for serve_forever to notice, up to one poll interval (0.5 s by default): a test's teardown
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def port(self) -> int:
@@ -179,6 +193,20 @@ class FakeGitHub:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def observations(self) -> int:
+        """How many observations began: each asks for the branch's pull requests first (page 1)."""
+        with self.lock:
+            return sum(1 for request in self.requests if _first_pulls_page(request))
+
+    def wait_for_observations(self, count: int, timeout: float = 60.0) -> None:
+        """Until ``count`` observations began (woken by each request that arrives); fails after ``timeout``."""
+        with self.arrived:
+            done = self.arrived.wait_for(
+                lambda: sum(1 for request in self.requests if _first_pulls_page(request)) >= count, timeout
+            )
+        if not done:
+            raise AssertionError(f"nia asked GitHub {self.observations()} times in {timeout:g} s, not {count}")
 
     def repo(self, name: str = "acme/shop") -> dict[str, Any]:
         return self.state["repos"].setdefault(name, {"pulls": [], "check_runs": {}, "threads": {}, "decisions": {}})
@@ -204,6 +232,7 @@ class FakeGitHub:
             self.requests.append(
                 {"method": method, "path": handler.path, "headers": dict(handler.headers.items()), "body": body}
             )
+            self.arrived.notify_all()
             state = self.state
         mode = state.get("mode", "ok")
         if mode == "hang":

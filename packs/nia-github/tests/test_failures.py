@@ -7,6 +7,7 @@ and it is never printed.
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
 import time
@@ -208,24 +209,22 @@ def test_a_gh_that_hangs_is_killed_at_its_deadline(shop, github, monkeypatch, tm
     assert time.monotonic() - started < 6
     assert sentence(value).startswith("no GitHub token")
     child = int((tmp_path / "child").read_text())
-    assert wait_until(lambda: not alive(child)), "gh's own child outlived it: the group was not killed"
+    assert ends(child), "gh's own child outlived it: the group was not killed"
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie, killed and waiting to be reaped, does not)."""
+def ends(pid: int, seconds: float = 10.0) -> bool:
+    """Whether ``pid`` ends within ``seconds`` (a zombie, killed and waiting to be reaped, has ended).
+
+    Woken by the kernel when it ends (a pidfd becomes readable), not by polling.
+    """
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_until(done, seconds: float = 10.0) -> bool:
-    ends = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > ends:
-            return False
-        time.sleep(0.05)
-    return True
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], seconds)[0])
+    finally:
+        os.close(fd)
 
 
 # -- the token is never printed -------------------------------------------------------------------

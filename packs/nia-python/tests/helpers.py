@@ -25,10 +25,16 @@ def touch_tests(folder: Path, *files: str) -> None:
 
 
 def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """A real pytest run in ``folder``, as the user (or the agent) would run it: pytest writes its own cache."""
+    """A real pytest run in ``folder``, as the user (or the agent) would run it: pytest writes its own cache.
+
+    The cache is pytest's own (its built-in cacheprovider); the plugins
+    installed beside it are not loaded: they write nothing there, and one
+    (hypothesis's) takes seconds to import.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "NIA_"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:nia", *args],
+        [sys.executable, "-m", "pytest", "-q", *args],
         cwd=folder,
         env=env,
         capture_output=True,
