@@ -348,6 +348,8 @@ def emit(result: HookRun) -> None:
     except OSError:
         entry.warnings.append("the host closed nia's stdout before the context was written")
     for line in entry.warnings:
+        if line in _SAID:
+            continue  # already on stderr as it happened (the log handler); the hook log still keeps it
         try:
             sys.stderr.write(f"nia: {line}\n")
         except OSError:
@@ -398,6 +400,8 @@ def answer(host: str, runtime: Runtime) -> None:
     except OSError:
         data = b""
     chosen = adapter(host)
+    if "logging" in sys.modules:  # the command line's own handler prints warnings as they come
+        _record_logged()
     with hook_log.conversation_lock(_session_of(chosen, data)):
         with stdout_to_stderr():
             result = run(chosen, data, runtime, chosen.caller())
@@ -436,12 +440,30 @@ def main(host: str) -> NoReturn:
     exit_command(0)
 
 
+_SAID: set[str] = set()
+"""Warnings already logged (and so printed, by whichever handler prints them): :func:`emit` does not repeat them."""
+
+
+def _record_logged() -> None:
+    """Note each warning logged under ``nia``, once per process."""
+    import logging
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _SAID.add(record.getMessage())
+
+    logger = logging.getLogger("nia")
+    if not any(type(h).__name__ == "Said" for h in logger.handlers):
+        logger.addHandler(Said(logging.WARNING))
+
+
 def _log_to_stderr() -> None:
     """Records of ``nia.*`` go to stderr as ``nia: message`` (debug ones too under ``NIA_DEBUG=1``)."""
     import logging
 
+    _record_logged()
     logger = logging.getLogger("nia")
-    if not logger.handlers:
+    if len(logger.handlers) < 2:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("nia: %(message)s"))
         logger.addHandler(handler)
