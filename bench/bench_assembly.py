@@ -11,7 +11,10 @@ as a loader without the rules would; "naive stat first" at least skips
 oversize files by size. nia's figures are the whole pipeline: configuration,
 path checks, merging, sources, and the engine's baseline or reconcile. The
 same 20 folders as ``[[project.context]]`` entries of project.toml (what the
-``nia-project`` plugin gives every session) are measured too.
+``nia-project`` plugin gives every session) are measured too. A last table
+lists 1,500 nested folders (a directory entry of project.toml) beside the
+floor (each folder opened from its parent) and the naive way (each folder
+opened by its whole path, which the kernel resolves a component at a time).
 """
 
 from __future__ import annotations
@@ -199,6 +202,60 @@ def measure(root: Path, project_toml: str, repeats: int) -> list[tuple[str, floa
     return rows
 
 
+DEPTH = 1500
+
+
+def deep_rows(tmp: Path, repeats: int) -> list[tuple[str, float, float, str]]:
+    """``nia-project``'s sources for a directory entry of :data:`DEPTH` nested folders, cold and warm."""
+    root = tmp / "deep-project"
+    (root / ".nia").mkdir(parents=True)
+    entry = '[[project.context]]\ntype = "directory"\npath = "deep"\n'
+    (root / ".nia" / "project.toml").write_text('[project]\nname = "deep"\n' + entry)
+    folders = [str(root / "deep")]
+    os.mkdir(folders[0])
+    for _ in range(DEPTH):  # one mkdir at a time: no recursion anywhere
+        folders.append(os.path.join(folders[-1], "d"))
+        os.mkdir(folders[-1])
+    Path(folders[-1], "bottom.md").write_text("bottom\n")
+    location = locate(root)
+
+    def from_parents() -> None:
+        fd = os.open(folders[0], os.O_RDONLY | os.O_DIRECTORY)
+        for _ in folders:
+            with os.scandir(fd) as listing:
+                list(listing)
+            try:
+                child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            except FileNotFoundError:
+                break
+            finally:
+                os.close(fd)
+            fd = child
+
+    def by_whole_paths() -> None:
+        for folder in folders:
+            with os.scandir(folder) as listing:
+                list(listing)
+
+    def nia_sources() -> None:
+        assert len(project_context_sources(location)) == 2  # the project, and the one file at the bottom
+
+    try:
+        floor = median_ms(from_parents, repeats)
+        return [
+            ("list each folder from its parent", floor, floor, "the floor"),
+            ("naive: by whole paths", median_ms(by_whole_paths, repeats), floor, "what nia did before"),
+            ("nia-project, cold", median_ms(nia_sources, repeats, forget_caches), floor, "empty caches"),
+            ("nia-project, warm", median_ms(nia_sources, repeats), floor, "a boundary"),
+        ]
+    finally:
+        for folder in reversed(folders):  # bottom-up: shutil.rmtree recurses
+            for name in os.listdir(folder):
+                if name != "d":
+                    os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=15)
@@ -228,6 +285,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name}: {mine:.2f} ms vs {base:.2f} ms floor = {mine / base:.1f}x")
             print(f"load after run {run}: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
             print()
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"{DEPTH} nested folders as one [[project.context]] entry, median of {args.repeats} (ms); load {load}")
+        print(f"{'scenario':<33} | {'ms':>9} | {'floor ms':>8} | {'x floor':>7} | note")
+        for name, ms, floor, note in deep_rows(Path(tmp), args.repeats):
+            print(f"{name:<33} | {ms:9.2f} | {floor:8.2f} | {ms / floor:6.1f}x | {note}")
+        print(f"load after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

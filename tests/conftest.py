@@ -1,18 +1,19 @@
 """Every test runs with its own config and data directories and no inherited plugin switches."""
 
+from pathlib import Path
+
 import pytest
 
 
-@pytest.fixture(autouse=True)
-def isolated_environment(tmp_path_factory, monkeypatch):
-    home = tmp_path_factory.mktemp("home")
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path, base: Path) -> None:
+    """Point HOME and the XDG folders at ``home``; drop nia's and the agents' switches (``base``: the temp root)."""
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     # A temporary folder is never inside a git work tree, even when the checkout holds the temp dir.
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path_factory.getbasetemp()))
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(base))
     for name in (
         "NIA_DB",
         "NIA_DISABLE_PLUGINS",
@@ -27,6 +28,12 @@ def isolated_environment(tmp_path_factory, monkeypatch):
         "OPENCODE_DB",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def isolated_environment(tmp_path_factory, monkeypatch):
+    home = tmp_path_factory.mktemp("home")
+    isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
     return home
 
 

@@ -421,17 +421,13 @@ def main(host: str) -> NoReturn:
     The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
     thread or ``atexit`` handler never keeps the agent waiting.
     """
-    from nia_core.lazylog import when_imported
     from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
-    if os.environ.get("NIA_DEBUG") == "1":
-        _log_to_stderr()
-    else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
-        when_imported(_log_to_stderr)
+    _log_to_stderr()
     answer(host, Runtime())
     exit_command(0)
 

@@ -21,7 +21,9 @@ docs/hosts.md):
   message is stored and re-sent as it was. With several such hooks only the
   last one that printed a context reaches the model. Not ``sessionStart``:
   its text is a message that is not stored, replaced at every process start,
-  and it runs at the same time as ``userPromptSubmitted``.
+  and it runs at the same time as ``userPromptSubmitted``. Every hook of one
+  prompt gets the same ``timestamp`` (epoch milliseconds), the next prompt
+  another: that is how nia knows two of its hooks answer one prompt (:func:`turn`).
 - Copilot also runs the hooks of Claude Code's ``.claude/settings.json`` and
   drops what they print (it accepts only its own shape); it sets
   ``COPILOT_CLI=1`` for every hook (:func:`under_copilot`).
@@ -44,6 +46,7 @@ docs/hosts.md):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -87,6 +90,14 @@ def events_path(hook: HookInput) -> str | None:
     if not _SESSION_ID.fullmatch(hook.session_id):
         return None
     return str(home() / "session-state" / hook.session_id / "events.jsonl")
+
+
+def turn(hook: HookInput) -> str:
+    """The prompt a hook answers: Copilot's ``timestamp`` of it, which all its hooks of that prompt share."""
+    stamp = hook.raw.get("timestamp")
+    if isinstance(stamp, bool) or not isinstance(stamp, int | str) or not str(stamp):
+        return ""
+    return hashlib.sha256(f"copilot\0{hook.session_id}\0{stamp}".encode("utf-8", "replace")).hexdigest()[:20]
 
 
 def _drops_history(record: Mapping[str, Any]) -> bool:
@@ -200,6 +211,7 @@ ADAPTER = HostAdapter(
         user=("hooks", "nia.json"),
     ),
     events={"userPromptSubmitted": PROMPT},
+    turn=turn,
     fresh=(),
     input_keys=InputKeys(event="", session="sessionId", transcript=""),
     output="additionalContext",

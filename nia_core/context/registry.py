@@ -11,6 +11,7 @@ contribution order, so the rendered context is deterministic.
 
 from __future__ import annotations
 
+import logging
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -24,9 +25,8 @@ from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
-from nia_core.lazylog import lazy_logger
 
-log = lazy_logger("nia.registry")
+log = logging.getLogger("nia.registry")
 
 Producer = Callable[[Location], Any]
 ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]
@@ -134,6 +134,10 @@ class Scope:
 
     def __repr__(self) -> str:
         return f"Scope({self.name!r}{', closed' if self.closed else ''})"
+
+
+LATE_CLAUSE = "its sources are left out until it answers in time (a busy machine, a slow disk?)"
+"""Said of a contribution that ran past its deadline: the user's context is missing a part, and why."""
 
 
 class SystemContextRegistry:
@@ -280,7 +284,8 @@ class LocationContext:
         for contribution, outcome in zip(contributions, outcomes, strict=True):
             problem: Problem | None
             if outcome.status == "timeout":
-                problem = _problem(contribution, "timeout", f"timed out after {self.registry.producer_timeout:g}s")
+                seconds = self.registry.producer_timeout
+                problem = _problem(contribution, "timeout", f"timed out after {seconds:g}s; {LATE_CLAUSE}")
             elif outcome.status == "error":
                 exc = outcome.error
                 problem = _problem(contribution, "raised", f"raised {type(exc).__name__}: {outcome.message}", exc)

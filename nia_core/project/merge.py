@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from nia_core.files import Refused, Signature, StatCache, outside_clause, signature
 from nia_core.project.binary import SNIFF_BYTES, binary_content, binary_extension
@@ -253,71 +254,93 @@ class _Merger:
 
         Depth first with an explicit stack, never recursion: a hostile tree of
         thousands of nested folders costs memory for its names, not Python
-        stack frames.
+        stack frames. Each folder is opened relative to a folder already open
+        (:class:`_Opener`), never by its whole path: the kernel resolves a path
+        one component at a time, so listing 1,500 nested folders by path costs
+        over a million steps (seconds on a busy machine) where this costs a few
+        thousand.
         """
         visited: set[str] = set()
-        stack: list[Iterator[tuple[str, str]]] = [iter([(top, shown_top)])]
-        while stack:
-            step = next(stack[-1], None)
-            if step is None:
-                stack.pop()
-                continue
-            real_dir, shown_dir = step
-            if real_dir in visited:  # a symlink back to a folder already walked: no cycle
-                continue
-            visited.add(real_dir)
-            files, folders = self.listing(entry, real_dir, shown_dir)
-            yield from files
-            if folders:
-                stack.append(iter(folders))
+        opener = _Opener()
+        stack: list[tuple[Iterator[_Folder], int | None]] = [(iter([_Folder(top, shown_top, None, top, 0)]), None)]
+        try:
+            while stack:
+                folders, owned = stack[-1]
+                step = next(folders, None)
+                if step is None:
+                    stack.pop()
+                    opener.release(owned, kept=True)
+                    continue
+                if step.real in visited:  # a symlink back to a folder already walked: no cycle
+                    continue
+                visited.add(step.real)
+                files, children, anchor = self.listing(entry, step, opener)
+                if children:
+                    stack.append((iter(children), anchor))
+                yield from files
+        finally:
+            for _, owned in stack:
+                opener.release(owned, kept=True)
 
     def listing(
-        self, entry: ContextEntry, real_dir: str, shown_dir: str
-    ) -> tuple[list[tuple[str, str, os.stat_result]], list[tuple[str, str]]]:
-        """The files (``(shown, real, stat)``) and subfolders (``(real, shown)``) of one folder, sorted by name."""
+        self, entry: ContextEntry, folder: _Folder, opener: _Opener
+    ) -> tuple[list[tuple[str, str, os.stat_result]], list[_Folder], int | None]:
+        """The files (``(shown, real, stat)``) and subfolders of one folder, sorted by name, and the
+        descriptor its subfolders are opened from when this folder keeps one open (else ``None``)."""
+        real_dir, shown_dir = folder.real, folder.shown
         files: list[tuple[str, str, os.stat_result]] = []
-        folders: list[tuple[str, str]] = []
+        folders: list[_Folder] = []
         try:
-            with os.scandir(real_dir) as listing:
-                items = list(listing)
+            fd = opener.open(folder)
         except OSError as exc:
             self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
-            return files, folders
-        names = tuple([item.name for item in items])
-        order = _orders.get(real_dir)
-        if order is None or order[0] != names:  # a listing that changed at all is sorted afresh
-            # git's folder or a submodule's pointer file is never context: left out of the order itself
-            kept = [i for i in range(len(names)) if names[i].lower() != ".git"]
-            order = (names, sorted(kept, key=names.__getitem__))
-            if len(_orders) >= MEMO_LIMIT:
-                _orders.clear()
-            _orders[real_dir] = order
-        for index in order[1]:
-            item = items[index]
-            shown = shown_dir + item.name
-            try:
-                if item.is_file(follow_symlinks=False):  # the common case first: a regular file, one check
-                    files.append((shown, item.path, item.stat(follow_symlinks=False)))
-                elif item.is_symlink():
-                    target = self.follow(entry, shown, item.path)
-                    if target is None:
-                        continue
-                    info = os.stat(target)
-                    if stat.S_ISDIR(info.st_mode):
+            return files, folders, None
+        keep = opener.keep(folder, fd)
+        try:
+            with os.scandir(fd if fd is not None else real_dir) as listing:
+                items = list(listing)
+            names = tuple([item.name for item in items])
+            order = _orders.get(real_dir)
+            if order is None or order[0] != names:  # a listing that changed at all is sorted afresh
+                # git's folder or a submodule's pointer file is never context: left out of the order itself
+                kept = [i for i in range(len(names)) if names[i].lower() != ".git"]
+                order = (names, sorted(kept, key=names.__getitem__))
+                if len(_orders) >= MEMO_LIMIT:
+                    _orders.clear()
+                _orders[real_dir] = order
+            prefix = real_dir if real_dir.endswith(os.sep) else real_dir + os.sep
+            for index in order[1]:
+                item = items[index]
+                shown = shown_dir + item.name
+                path = prefix + item.name
+                try:
+                    if item.is_file(follow_symlinks=False):  # the common case first: a regular file, one check
+                        files.append((shown, path, item.stat(follow_symlinks=False)))
+                    elif item.is_symlink():
+                        target = self.follow(entry, shown, path)
+                        if target is None:
+                            continue
+                        info = os.stat(target)
+                        if stat.S_ISDIR(info.st_mode):
+                            if item.name not in EXCLUDED_DIRECTORIES:
+                                folders.append(_Folder(target, shown + "/", None, target, 0))
+                        else:
+                            files.append((shown, target, info))
+                    elif item.is_dir(follow_symlinks=False):
                         if item.name not in EXCLUDED_DIRECTORIES:
-                            folders.append((target, shown + "/"))
+                            folders.append(folder.child(path, shown + "/", item.name, fd if keep else None))
                     else:
-                        files.append((shown, target, info))
-                elif item.is_dir(follow_symlinks=False):
-                    if item.name not in EXCLUDED_DIRECTORIES:
-                        folders.append((item.path, shown + "/"))
-                else:
-                    files.append((shown, item.path, item.stat(follow_symlinks=False)))
-            except FileNotFoundError:
-                continue  # vanished while we looked: it is simply not there
-            except OSError as exc:
-                self.skipped.append(Skip(shown, None, entry.origin, f"cannot be read: {exc.strerror or exc}"))
-        return files, folders
+                        files.append((shown, path, item.stat(follow_symlinks=False)))
+                except FileNotFoundError:
+                    continue  # vanished while we looked: it is simply not there
+                except OSError as exc:
+                    self.skipped.append(Skip(shown, None, entry.origin, f"cannot be read: {exc.strerror or exc}"))
+        except OSError as exc:
+            self.skipped.append(Skip(shown_dir, real_dir, entry.origin, f"cannot be listed: {exc.strerror}"))
+        finally:
+            if not (keep and folders):
+                opener.release(fd, kept=keep)
+        return files, folders, fd if keep and folders else None
 
     def follow(self, entry: ContextEntry, shown: str, link: str) -> str | None:
         """Where a symlink found in a folder points, if it is inside the repository."""
@@ -340,6 +363,64 @@ class _Merger:
             self.refuse(ContextInGitDir(GIT_DIR_PROBLEM, shown, entry.origin))
             return None
         return target
+
+
+class _Folder(NamedTuple):
+    """A folder to list: its canonical path, its path as shown, and how to open it cheaply.
+
+    ``relative`` is its path from the open folder ``anchor`` (a descriptor),
+    ``steps`` components long; without an anchor it is opened by ``real``.
+    """
+
+    real: str
+    shown: str
+    anchor: int | None
+    relative: str
+    steps: int
+
+    def child(self, real: str, shown: str, name: str, own: int | None) -> _Folder:
+        """A subfolder: from this folder's own descriptor when it keeps one, else from this folder's anchor."""
+        if own is not None:
+            return _Folder(real, shown, own, name, 1)
+        if self.anchor is None:
+            return _Folder(real, shown, None, real, 0)
+        return _Folder(real, shown, self.anchor, f"{self.relative}/{name}", self.steps + 1)
+
+
+ANCHOR_STEPS = 32
+"""Most path components nia resolves to open a folder of a directory entry: past this, the folder is kept open."""
+ANCHORS_HELD = 64
+"""Most folders kept open at once by one walk (beyond it, longer relative paths: slower, never wrong)."""
+_BY_DESCRIPTOR = os.scandir in os.supports_fd and os.open in os.supports_dir_fd
+
+
+class _Opener:
+    """Opens each folder of a walk relative to an open ancestor, so no path resolved is longer than
+    :data:`ANCHOR_STEPS` components, keeping at most :data:`ANCHORS_HELD` folders open."""
+
+    def __init__(self) -> None:
+        self.held = 0
+
+    def open(self, folder: _Folder) -> int | None:
+        """A descriptor of ``folder`` (``None``: list it by path, where descriptors cannot be listed)."""
+        if not _BY_DESCRIPTOR:
+            return None
+        flags = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
+        if folder.anchor is None:
+            return os.open(folder.real, flags)
+        return os.open(folder.relative, flags, dir_fd=folder.anchor)
+
+    def keep(self, folder: _Folder, fd: int | None) -> bool:
+        """Whether ``folder``'s descriptor stays open for its subfolders (released by :meth:`release`)."""
+        if fd is None or (folder.anchor is not None and folder.steps < ANCHOR_STEPS) or self.held >= ANCHORS_HELD:
+            return False
+        self.held += 1
+        return True
+
+    def release(self, fd: int | None, *, kept: bool) -> None:
+        if fd is not None:
+            os.close(fd)
+            self.held -= kept
 
 
 def _outside(shown: str, origin: str, target: str) -> ContextOutsideRepository:

@@ -28,15 +28,23 @@ class Copilot:
 
     def __init__(self, cwd: Path, session: str = SESSION) -> None:
         self.cwd, self.session = cwd, session
+        self.timestamp = 1796163890254
         self.events = Path(os.environ["HOME"]) / ".copilot" / "session-state" / session / "events.jsonl"
         self.events.parent.mkdir(parents=True, exist_ok=True)
         self.events.touch()
 
-    def prompt(self, prompt: str = "hello", record: bool = True) -> str | None:
-        payload = {"sessionId": self.session, "timestamp": 1796163890254, "cwd": str(self.cwd), "prompt": prompt}
-        result = CliRunner().invoke(cli, ["hook", "copilot"], input=json.dumps(payload))
-        assert result.exit_code == 0, result.output
-        text = json.loads(result.stdout)["additionalContext"] if result.stdout.strip() else None
+    def prompt(self, prompt: str = "hello", record: bool = True, hooks: int = 1) -> str | None:
+        """One prompt, answered by ``hooks`` of nia's hooks (installed at two scopes: 2); what reached the model.
+
+        Every hook of one prompt gets the prompt's ``timestamp``; of several texts Copilot keeps the last one.
+        """
+        self.timestamp += 3_000
+        payload = {"sessionId": self.session, "timestamp": self.timestamp, "cwd": str(self.cwd), "prompt": prompt}
+        text = None
+        for _ in range(hooks):
+            result = CliRunner().invoke(cli, ["hook", "copilot"], input=json.dumps(payload))
+            assert result.exit_code == 0, result.output
+            text = json.loads(result.stdout)["additionalContext"] if result.stdout.strip() else text
         self.write(copilot_prompt(prompt, text if record else None))
         return text
 
@@ -63,6 +71,22 @@ def test_the_first_prompt_gets_the_baseline_then_only_deltas(project):  # noqa: 
         ("userPromptSubmitted", "unchanged", 1),
         ("userPromptSubmitted", "updated", 1),
         ("userPromptSubmitted", "unchanged", 1),
+    ]
+
+
+def test_two_of_nias_hooks_at_one_prompt_say_it_once(project):  # noqa: F811
+    copilot = Copilot(project)  # installed for the user and for the project: Copilot runs both at each prompt
+    assert (copilot.prompt(hooks=2) or "").startswith("Environment:")
+    assert copilot.prompt(hooks=2) is None
+    rule(project, "two")
+    assert copilot.prompt(hooks=2) == "ACME-RULE changed: two (was one)"
+    assert [(e["outcome"], e["epoch"], bool(e["printed"])) for e in log()] == [
+        ("initialized", 1, True),
+        ("unchanged", 1, False),  # the same prompt: the first hook's text is on its way, not lost
+        ("unchanged", 1, False),
+        ("unchanged", 1, False),
+        ("updated", 1, True),
+        ("unchanged", 1, False),
     ]
 
 

@@ -151,7 +151,10 @@ def test_a_generator_producer_runs_under_the_timeout_and_its_exception_is_a_prob
     problems = {p.contribution: (p.kind, p.message) for p in assembly.problems}
     assert problems == {
         "raises": ("raised", "raised RuntimeError: boom in the middle"),
-        "hangs": ("timeout", "timed out after 0.2s"),
+        "hangs": (
+            "timeout",
+            "timed out after 0.2s; its sources are left out until it answers in time (a busy machine, a slow disk?)",
+        ),
     }
 
 

@@ -1,6 +1,6 @@
 """``nia mcp --client NAME``: what the client loads itself is left out, as the agent hooks leave it out.
 
-Claude Code and Codex load the project's AGENTS.md into every session; nia's
+Claude Code, Codex, OpenCode, Copilot CLI and Qwen Code load the project's AGENTS.md into every session; nia's
 user-global AGENTS.md they do not. Through MCP, as through the hooks, they
 get the one and not the other, unless ``[hooks] deliver_native_files`` says
 otherwise. Workflow prompts stay what ``--print-prompt`` prints.
@@ -42,7 +42,7 @@ async def seen(project, *extra: str) -> tuple[str, str, str, list[str]]:
         return context, changes.structured_content["text"], prompt, listed
 
 
-@pytest.mark.parametrize("client", ["claude-code", "codex"])
+@pytest.mark.parametrize("client", ["claude-code", "codex", "opencode", "copilot", "qwen-code"])
 def test_an_agent_client_gets_the_global_agents_md_but_not_the_projects(project, client):
     context, baseline, prompt, _ = anyio.run(seen, project, "--client", client)
     for text in (context, baseline):

@@ -283,7 +283,27 @@ def test_1500_nested_folders_in_project_toml_keep_the_project_context(tmp_path, 
     deep_cleanup.append(_deep(root, 1500))
     result = run(root, "context", "show")
     assert result.exit_code == 0, result.output
-    assert "# Project: deep" in result.stdout and "TOP-TEXT" in result.stdout and "BOTTOM-TEXT" in result.stdout
+    shown = result.stdout
+    assert "# Project: deep" in shown and "TOP-TEXT" in shown and "BOTTOM-TEXT" in shown, result.stderr
+
+
+def test_a_deep_walk_cut_short_by_the_file_limit_leaves_no_folder_open(tmp_path, deep_cleanup):
+    """Folders are opened relative to open ancestors; a walk that stops at the 100-file limit closes them all."""
+    root = project(
+        tmp_path,
+        project_toml='[project]\nname = "deep"\n[[project.context]]\ntype = "directory"\npath = "deep"\n',
+    )
+    folder = _deep(root, 300)
+    deep_cleanup.append(folder)
+    bottom = os.path.join(str(folder), *["d"] * 300)
+    for index in range(120):  # past the limit, 300 folders down: the walk ends there
+        Path(bottom if index >= 20 else folder, f"n{index:03d}.md").write_text(f"note {index}\n")
+    first = run(root, "context", "show")
+    opened = len(os.listdir("/proc/self/fd"))
+    again = run(root, "context", "show")
+    assert "Maximum file limit (100) reached for directory deep/" in first.stderr, first.stderr
+    assert "TOP-TEXT" in again.stdout and "n019.md" in again.stdout and again.stdout == first.stdout
+    assert len(os.listdir("/proc/self/fd")) == opened
 
 
 NESTED = {

@@ -67,7 +67,13 @@ def test_an_unchanged_boundary_opens_no_file_stats_none_twice_and_starts_no_thre
     stats: list[str] = []
     threads: list[str] = []
     real_open, real_stat, real_start = os.open, os.stat, threading.Thread.start
-    monkeypatch.setattr(nia_core.files.os, "open", lambda p, *a, **k: opened.append(str(p)) or real_open(p, *a, **k))
+
+    def open_file(path, flags, *args, **kwargs):  # a listing opens its folder (O_DIRECTORY), as scandir does
+        if not flags & os.O_DIRECTORY:
+            opened.append(str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(nia_core.files.os, "open", open_file)
     monkeypatch.setattr(os, "stat", lambda p, *a, **k: stats.append(os.fspath(p)) or real_stat(p, *a, **k))
     monkeypatch.setattr(threading.Thread, "start", lambda self: threads.append(self.name) or real_start(self))
 

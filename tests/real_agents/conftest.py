@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.real_agents.fakemodel import FakeModel, is_side_call
-from tests.real_agents.harness import OpenCode, agent_binary, nia_program, request_text
+from tests.conftest import isolate
+from tests.real_agents.fakemodel import FakeModel, Recorded
+from tests.real_agents.harness import nia_program
 
 PLUGIN = """
 from pathlib import Path
@@ -47,13 +49,41 @@ def hook_log(cwd: Path) -> list[dict]:
     return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "shop"
+def make_project(root: Path) -> Path:
+    """A git work tree with an AGENTS.md and nia's test plugin (value "one")."""
     (root / ".git").mkdir(parents=True)
     (root / "AGENTS.md").write_text("AGENTS-SAYS: use tabs.\n")
     write_plugin(root, "one")
     return root
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "shop")
+
+
+@contextmanager
+def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The environment every test gets (tests/conftest.py), for a module-scoped fixture, which runs before it.
+
+    A module's tests share one recorded agent session: the fixture drives the
+    agent inside this environment and the tests assert on what it recorded.
+    """
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
+        yield home
+
+
+@dataclass
+class Step:
+    """One agent turn of a shared session, as recorded: what the agent sent the model and what nia logged."""
+
+    session: str
+    requests: list[Recorded]
+    """Every model request of the turn, in order (side calls and summaries included)."""
+    log: list[dict]
+    """nia's hook log after the turn (``nia hook log --json``), oldest first."""
 
 
 @pytest.fixture
@@ -69,64 +99,16 @@ def agent_home(tmp_path: Path) -> Path:
     return home
 
 
-@dataclass
-class FirstStart:
-    """OpenCode's first start with nia's plugin in a fresh project (see :func:`opencode_deps`)."""
-
-    folder: Path
-    """The project's ``.opencode``, where OpenCode installed ``@opencode-ai/plugin``."""
-    seconds: float
-    untracked: str
-    """``git status --porcelain --untracked-files=all`` in the project after that start."""
-    said: str
-    """What ``nia hook install opencode`` said."""
-    sent: str
-    """Every text of the conversation request OpenCode sent."""
-
-
-@pytest.fixture(scope="session")
-def opencode_deps(tmp_path_factory: pytest.TempPathFactory) -> FirstStart:
-    """OpenCode's first start in a project with nia's plugin, once per test session.
-
-    That start installs ``@opencode-ai/plugin`` from the npm registry into the
-    project's ``.opencode`` (and the user's config folder): the one network
-    cost of the OpenCode tests. Every other test links to what it installed
-    (:class:`~tests.real_agents.harness.OpenCode` ``deps``).
-    """
-    agent_binary("opencode")
-    base = tmp_path_factory.mktemp("opencode-first-start")
-    root = base / "shop"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / "AGENTS.md").write_text("AGENTS-SAYS: use tabs.\n")
-    write_plugin(root, "one")
-    folders = {name: base / name for name in ("config", "data", "state", "cache")}
-    env = {f"XDG_{name.upper()}_HOME": str(path) for name, path in folders.items()}
-    said = subprocess.run(
-        [nia_program(), "hook", "install", "opencode"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, **env},
-    )
-    assert said.returncode == 0, said.stderr
-    with FakeModel() as fake:
-        agent = OpenCode(root, base / "home", fake, extra_env=env)
-        agent.home.mkdir()
-        started = time.monotonic()
-        turn = agent.turn("hello")
-        seconds = time.monotonic() - started
-        assert turn.returncode == 0, turn.stderr[-2000:]
-        sent = [r for r in fake.model_requests() if not is_side_call(r.body)]
-        assert sent, "OpenCode sent no conversation request"
-    untracked = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=root, capture_output=True, text=True
-    ).stdout
-    return FirstStart(root / ".opencode", seconds, untracked, said.stdout, request_text(sent[-1].body))
-
-
 @pytest.fixture(scope="session")
 def copilot_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where Copilot unpacks its runtime on its first start (``COPILOT_CACHE_HOME``), shared by a test session."""
     return tmp_path_factory.mktemp("copilot-cache")
+
+
+def record(agent: Any, server: FakeModel, *turn: Any) -> Step:
+    """One turn of ``agent`` (its ``turn(prompt, session, ...)``), which must succeed, as a :class:`Step`."""
+    before = len(server.model_requests())
+    result = agent.turn(*turn)
+    assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
+    assert result.session_id
+    return Step(result.session_id, server.model_requests()[before:], hook_log(agent.project))
