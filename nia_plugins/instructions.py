@@ -19,6 +19,7 @@ others.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from functools import lru_cache
@@ -27,7 +28,6 @@ from typing import Any
 
 from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
 from nia_core.files import Content, Refused, inside, outside_clause
-from nia_core.lazylog import lazy_logger
 from nia_core.project.binary import SNIFF_BYTES, binary_content
 from nia_core.project.paths import escape_name, global_instructions, in_git_dir
 from nia_core.project.sections import warn_once
@@ -36,7 +36,7 @@ NIA_NAMESPACE = "nia"
 DEFAULT_MAX_BYTES = 32 * 1024
 FILENAME = "AGENTS.md"
 
-log = lazy_logger("nia.plugins.instructions")
+log = logging.getLogger("nia.plugins.instructions")
 _files = StatCache()
 
 

@@ -400,8 +400,7 @@ def answer(host: str, runtime: Runtime) -> None:
     except OSError:
         data = b""
     chosen = adapter(host)
-    if "logging" in sys.modules:  # the command line's own handler prints warnings as they come
-        _record_logged()
+    _record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
     with hook_log.conversation_lock(_session_of(chosen, data)):
         with stdout_to_stderr():
             result = run(chosen, data, runtime, chosen.caller())
@@ -425,17 +424,13 @@ def main(host: str) -> NoReturn:
     The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
     thread or ``atexit`` handler never keeps the agent waiting.
     """
-    from nia_core.lazylog import when_imported
     from nia_core.process import begin, exit_command
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
-    if os.environ.get("NIA_DEBUG") == "1":
-        _log_to_stderr()
-    else:  # an unchanged prompt logs nothing: the handler waits for whoever imports logging first
-        when_imported(_log_to_stderr)
+    _log_to_stderr()
     answer(host, Runtime())
     exit_command(0)
 
@@ -445,7 +440,7 @@ _SAID: set[str] = set()
 
 
 def _record_logged() -> None:
-    """Note each warning logged under ``nia``, once per process."""
+    """Note each warning logged under ``nia`` (the handler is added once per process)."""
     import logging
 
     class Said(logging.Handler):
@@ -461,9 +456,8 @@ def _log_to_stderr() -> None:
     """Records of ``nia.*`` go to stderr as ``nia: message`` (debug ones too under ``NIA_DEBUG=1``)."""
     import logging
 
-    _record_logged()
     logger = logging.getLogger("nia")
-    if len(logger.handlers) < 2:
+    if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("nia: %(message)s"))
         logger.addHandler(handler)

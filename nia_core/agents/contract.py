@@ -7,13 +7,12 @@ and the adapter says which document it checked.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from nia_core.digest import sha256_hex
 
 if TYPE_CHECKING:
     from nia_core.agents.transcript import Transcript
@@ -332,7 +331,7 @@ def _turn(raw: Mapping[str, Any]) -> str:
     for key in ("prompt_id", "turn_id", "message_id"):
         value = raw.get(key)
         if isinstance(value, str) and value:
-            return sha256_hex(f"{key}\0{value}".encode("utf-8", "replace"))[:20]
+            return hashlib.sha256(f"{key}\0{value}".encode("utf-8", "replace")).hexdigest()[:20]
     return ""
 
 

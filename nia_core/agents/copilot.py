@@ -46,6 +46,7 @@ docs/hosts.md):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Mapping
@@ -63,7 +64,6 @@ from nia_core.agents.contract import (
     characters,
 )
 from nia_core.agents.transcript import Transcript
-from nia_core.digest import sha256_hex
 
 NAME = "copilot"
 
@@ -97,7 +97,7 @@ def turn(hook: HookInput) -> str:
     stamp = hook.raw.get("timestamp")
     if isinstance(stamp, bool) or not isinstance(stamp, int | str) or not str(stamp):
         return ""
-    return sha256_hex(f"copilot\0{hook.session_id}\0{stamp}".encode("utf-8", "replace"))[:20]
+    return hashlib.sha256(f"copilot\0{hook.session_id}\0{stamp}".encode("utf-8", "replace")).hexdigest()[:20]
 
 
 def _drops_history(record: Mapping[str, Any]) -> bool:

@@ -11,13 +11,12 @@ write into its own ``.nia``).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-from nia_core.digest import sha256_hex
 
 FOLDER = "hook-output"
 
@@ -47,7 +46,7 @@ FOOTER = re.compile(
 
 def spill_name(text: str) -> str:
     """The spill file's name (without ``.md``) for ``text``: its hash, so the same text prints the same bytes."""
-    return sha256_hex(text.encode("utf-8"))[:16]
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def spill_path(root: Path, text: str, folder: Path | None = None) -> Path:

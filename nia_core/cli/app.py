@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # imported on first use: `nia --help` loads no session layer,
 
 
 class App:
-    """A plain class, not a dataclass: a cached ``nia --help`` imports neither :mod:`dataclasses` nor logging."""
+    """Global options as given, the runtime built on first use, and the plugin hosts handed out."""
 
     def __init__(
         self,
@@ -42,7 +42,7 @@ class App:
         root = ctx.find_root()
         if isinstance(root.obj, App):
             return root.obj
-        params = {**root.meta.get("nia.options", {}), **root.params}  # see NiaGroup.make_parser
+        params = root.params  # every global option, also for --help (see NiaGroup.get_help_option)
         app = cls(
             debug=bool(params.get("debug")) or os.environ.get("NIA_DEBUG") == "1",
             strict=bool(params.get("strict")),

@@ -17,6 +17,8 @@ from nia_core.stdio import protect
 DynamicCommands = Callable[[click.Context], dict[str, click.Command]]
 LISTING = "nia.listing"
 """``ctx.meta`` key set while ``nia --help`` lists commands (not while one is resolved to run)."""
+HELP_WANTED = "nia.help"
+"""``ctx.meta`` key: ``--help`` was given; the help is shown once every option is parsed."""
 
 
 class ReportedError(click.ClickException):
@@ -25,21 +27,6 @@ class ReportedError(click.ClickException):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         vars(self)["exit_code"] = exit_code  # click declares exit_code a ClassVar; this instance's differs
-
-
-def terminal_columns() -> int:
-    """``shutil.get_terminal_size().columns``: ``COLUMNS``, else the terminal of ``sys.__stdout__``, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-        columns = columns or 80
-    return columns
 
 
 class NiaGroup(click.Group):
@@ -156,26 +143,35 @@ class NiaGroup(click.Group):
             helpcache.write(app, list(entries.values()), imported, started)
         return entries
 
-    def make_parser(self, ctx: click.Context) -> Any:
-        """Keeps the raw global options, so an eager ``--help`` (processed before them) sees them too."""
-        parser = super().make_parser(ctx)
-        parse = parser.parse_args
+    def get_help_option(self, ctx: click.Context) -> click.Option | None:
+        """``--help`` that waits for the other global options: what it lists depends on ``-p``, ``--plugins-dir``.
 
-        def parse_args(args: list[str]) -> Any:
-            opts, largs, order = parse(args=args)
-            if ctx.parent is None:
-                ctx.meta["nia.options"] = dict(opts)
-            return opts, largs, order
+        Click runs an eager ``--help`` before the options after it are parsed
+        (``nia --help -p no:acme``); this one only notes the request, and
+        :meth:`parse_args` shows the help once every option has its value.
+        """
+        names = self.get_help_option_names(ctx)
+        if not names or not self.add_help_option:
+            return None
+        option = vars(self).get("nia_help_option")
+        if option is None:  # one object per command: click orders parameters by identity
+            option = click.Option(
+                names,
+                is_flag=True,
+                is_eager=True,
+                expose_value=False,
+                callback=_note_help,
+                help="Show this message and exit.",
+            )
+            vars(self)["nia_help_option"] = option
+        return option
 
-        parser.parse_args = parse_args  # type: ignore[method-assign]
-        return parser
-
-    def get_help(self, ctx: click.Context) -> str:
-        """The root's help at click's width, measured as :func:`shutil.get_terminal_size` would, without
-        importing :mod:`shutil` (and with it bz2, lzma): the cached ``nia --help`` needs nothing else from it."""
-        if ctx.parent is None and ctx.terminal_width is None and click.formatting.FORCED_WIDTH is None:
-            ctx.terminal_width = max(min(terminal_columns(), ctx.max_content_width or 80) - 2, 50)
-        return super().get_help(ctx)
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        if ctx.meta.pop(HELP_WANTED, False):
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit()
+        return rest
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Every invocation (console script or test runner) keeps plugins' prints off stdout."""
@@ -203,6 +199,11 @@ class NiaGroup(click.Group):
             raise ReportedError(
                 f"unexpected {type(exc).__name__}: {message_of(exc)} (run with --debug for the traceback)", 1
             ) from None
+
+
+def _note_help(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        ctx.meta[HELP_WANTED] = True
 
 
 def _cwd_exists() -> bool:

@@ -10,6 +10,7 @@ applied where values are encoded, on the one path every door uses).
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -18,9 +19,8 @@ from typing import Any, Literal, NamedTuple
 from nia_core.context.concurrent import Outcome, call_all
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.files import MISS
-from nia_core.lazylog import DEBUG, lazy_logger
 
-log = lazy_logger("nia.context")
+log = logging.getLogger("nia.context")
 
 Status = Literal["ok", "unavailable", "error", "timeout"]
 
@@ -72,7 +72,7 @@ def observe(sources: Sequence[ContextSource], default_timeout: float = LOADER_TI
         outcomes = call_all([s.load for s in waiting], timeouts, [s.asynchronous for s in waiting])
         for index, source, timeout, outcome in zip(pending, waiting, timeouts, outcomes, strict=True):
             observations[index] = _observation(source.key, timeout, outcome)
-    if log.isEnabledFor(DEBUG):  # checked once: the loop above is the boundary's hot path
+    if log.isEnabledFor(logging.DEBUG):  # checked once: the loop above is the boundary's hot path
         for obs in observations:
             log.debug("context source %s: observed in %.2f ms (%s)", obs.key, obs.seconds * 1000, obs.status)
     return observations

@@ -11,6 +11,7 @@ contribution order, so the rendered context is deterministic.
 
 from __future__ import annotations
 
+import logging
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -24,9 +25,8 @@ from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
 from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError
-from nia_core.lazylog import lazy_logger
 
-log = lazy_logger("nia.registry")
+log = logging.getLogger("nia.registry")
 
 Producer = Callable[[Location], Any]
 ProblemKind = Literal["raised", "timeout", "bad-return", "namespace", "duplicate-key"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,14 +25,13 @@ from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, Outcome, PluginRaised, call_each
 from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
-from nia_core.lazylog import lazy_logger
 
 SEPARATOR = "\n\n"
 
 
 RenderErrorHandler = Callable[[RenderError], None]
 UnavailableHandler = Callable[[Observation], None]
-log = lazy_logger("nia.context")
+log = logging.getLogger("nia.context")
 
 
 class SystemContext:

@@ -9,21 +9,19 @@ owned by the current user, and neither it nor its folder is writable by
 anyone else; otherwise it is ignored, and ``--debug`` says why. The caller then
 checks the JSON's shape (:func:`shaped`) before it trusts any value in it, so a
 damaged file is a cache miss, never an error.
-
-A cached start (``nia --help``) reads its file through this module, so it
-imports no :mod:`pathlib`, :mod:`hashlib`, :mod:`tempfile` or :mod:`logging`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
 from typing import Any
 
 from nia_core.files import Refused, open_private_folder, read_private, write_private
-from nia_core.lazylog import lazy_logger
 
-log = lazy_logger("nia.cache")
+log = logging.getLogger("nia.cache")
 
 
 def cache_folder() -> str:
@@ -41,14 +39,9 @@ def cache_enabled() -> bool:
 
 
 def digest(text: str) -> str:
-    """A short stable name for ``text`` (64-bit FNV-1a): for file names only, each file holds its full key.
-
-    Not :mod:`hashlib`: loading OpenSSL costs a cached start more than reading the cache.
-    """
-    value = 0xCBF29CE484222325
-    for byte in text.encode("utf-8", "surrogateescape"):
-        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return f"{value:016x}"
+    """A short stable name for ``text`` (the first 64 bits of its SHA-256): for file names only, each file holds
+    its full key."""
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def read_cache(name: str) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import os
 import time
 import types
@@ -19,7 +20,6 @@ from typing import Any
 from nia_core import hookspecs
 from nia_core.context.keys import RESERVED_NAMESPACE, validate_key
 from nia_core.errors import InvalidSourceKey, one_line
-from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.plugin_host import epcache
 from nia_core.plugin_host.epcache import EntryPointRecord
 from nia_core.plugin_host.implementations import marker_opts, static_names
@@ -30,7 +30,7 @@ from nia_core.process import note_plugin_module
 from nia_core.project.paths import shown_path
 
 ENTRY_POINT_GROUP = "nia"
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 EXCLUDED_LOCAL = {"__pycache__"}
 
 
@@ -221,7 +221,7 @@ def register_imported(
         return host.record(info)
     info.version = info.version or _attribute(plugin, "__version__")
     registered = host.register(plugin, info, priority=priority)
-    if log.isEnabledFor(DEBUG):
+    if log.isEnabledFor(logging.DEBUG):
         where = info.path or info.distribution or info.module or info.origin
         elapsed = (time.monotonic() - started) * 1000
         log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)

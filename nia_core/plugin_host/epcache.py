@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import os
 import re
 import sys
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.files import read_checked
-from nia_core.lazylog import lazy_logger
 from nia_core.plugin_host.cachefiles import (
     Pair,
     cache_enabled,
@@ -38,7 +38,7 @@ from nia_core.plugin_host.cachefiles import (
     write_cache,
 )
 
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 
 CACHE_FORMAT = 2
 RACY_NS = 2_000_000_000

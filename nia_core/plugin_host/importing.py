@@ -12,17 +12,17 @@ the worker.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nia_core.deadline import Ahead, Late, PluginRaised, call, describe
-from nia_core.lazylog import lazy_logger
 
 THREAD = "nia-plugin-import"
 IMPORT_TIMEOUT_ENV = "NIA_IMPORT_TIMEOUT"
 DEFAULT_IMPORT_TIMEOUT = 5.0
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 
 __all__ = ["ImportAhead", "ImportDeadline", "PluginRaised", "describe", "import_deadline", "import_plugin"]
 

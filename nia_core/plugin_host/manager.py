@@ -9,6 +9,7 @@ name and left out; the host and the other plugins keep running.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -20,14 +21,13 @@ from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.errors import NiaError, RenderError, raised_at
-from nia_core.lazylog import lazy_logger
 from nia_core.plugin_host.calls import HookCall, PerPlugin, guarded
 from nia_core.plugin_host.implementations import HookNamespace, Implementation, implementations
 from nia_core.plugin_host.importing import import_deadline
 from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.config import load_project_config, project_tables
 
-log = lazy_logger("nia.host")
+log = logging.getLogger("nia.host")
 
 
 class PluginError(NiaError):

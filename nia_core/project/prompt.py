@@ -14,6 +14,7 @@ starts with ``---``, so the baseline reads as the reference shows.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,12 +24,11 @@ from typing import Any
 from nia_core.context import UNAVAILABLE, ContextSource, DataclassCodec
 from nia_core.context.source import Constant, bounded_by_nia
 from nia_core.files import Content, Refused
-from nia_core.lazylog import lazy_logger
 from nia_core.project.config import CommitConfig, PromptFormat
 from nia_core.project.merge import FILES, MAX_FILE_BYTES, content_problem
 from nia_core.project.paths import escape_name
 
-log = lazy_logger("nia.project")
+log = logging.getLogger("nia.project")
 
 SEPARATOR = "---\n\n"
 

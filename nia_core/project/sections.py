@@ -7,6 +7,7 @@ and place it after the role prompt.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nia_core.context import ContextSource, Location
-from nia_core.lazylog import lazy_logger
 from nia_core.project.config import ProjectConfig, PromptFormat, Service, load_project_config
 from nia_core.project.paths import ContextPathError, canonical, check_kind, inside
 from nia_core.project.toml import ConfigError
@@ -23,7 +23,7 @@ from nia_core.project.toml import ConfigError
 if TYPE_CHECKING:  # merged and rendered on use: a Location without a project.toml needs neither
     from nia_core.project.merge import ContextFile, Merged
 
-log = lazy_logger("nia.project")
+log = logging.getLogger("nia.project")
 
 Section = tuple[Callable[[str], ContextSource], tuple[ContextSource, ...]]
 """A prompt section: a builder for its first source (given its separator prefix), then the rest."""

@@ -20,6 +20,7 @@ is a symlink to outside the project is refused, and at most
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import re
 from pathlib import Path
@@ -27,10 +28,9 @@ from typing import Any
 
 from nia_core.errors import UsageError
 from nia_core.files import Refused, read_checked
-from nia_core.lazylog import lazy_logger
 from nia_core.project.paths import shown_path
 
-log = lazy_logger("nia.project")
+log = logging.getLogger("nia.project")
 
 MAX_NESTING = 100
 """Arrays and inline tables nested deeper than this make a configuration file invalid."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import os
 import re
 import secrets
@@ -18,13 +19,12 @@ from typing import Any
 
 from nia_core.context import Generation
 from nia_core.files import Refused, open_folder_inside
-from nia_core.lazylog import lazy_logger
 from nia_core.project.generated import ignore_generated
 from nia_core.project.merge import ContextFile, Merged, Skip
 from nia_core.project.prompt import CONTEXT_FILES, PROJECT_FILES, file_key
 from nia_core.project.workflow import Workflow
 
-log = lazy_logger("nia.project")
+log = logging.getLogger("nia.project")
 
 LOG_VERSION = 1
 LOG_PARTS = (".nia", "logs", "transactions")

@@ -7,9 +7,9 @@ conversation always finds the same session, with no lookup table.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
-from nia_core.digest import sha256_hex
 from nia_core.errors import UsageError
 from nia_core.sessions import SessionRecord, Store, StoreError, UnknownSession
 
@@ -22,7 +22,7 @@ def attached_id(host: str, host_session_id: str) -> str:
         raise UsageError(f"host name {host!r} must be lowercase letters, digits and '-' (at most 32)")
     if not host_session_id:
         raise UsageError(f"host {host!r} gave an empty session id")
-    digest = sha256_hex(f"{host}\0{host_session_id}".encode())
+    digest = hashlib.sha256(f"{host}\0{host_session_id}".encode()).hexdigest()
     return f"{host}-{digest[:20]}"
 
 

@@ -21,11 +21,11 @@ stays idle. The boundary holds no SQL; it talks to any :class:`Store`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nia_core.context import LOADER_TIMEOUT
-from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.sessions.epochs import (
     Admission,
@@ -43,7 +43,7 @@ from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import HistoryEntry, SessionState, SessionView, Store
 from nia_core.sessions.store_errors import RefusedInput, RevisionConflict
 
-log = lazy_logger("nia.sessions")
+log = logging.getLogger("nia.sessions")
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def _pass(
         state = view.state
         if state.epoch is None:
             continue
-        if log.isEnabledFor(DEBUG):
+        if log.isEnabledFor(logging.DEBUG):
             log.debug("session %s: boundary: %s", session_id, _decision(state.epoch.number, initialized, admission))
         return _Passed(state, view.messages, initialized, tuple(promoted), admission)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -7,6 +7,7 @@ share one row, and a read can tell a damaged row from a good one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -14,7 +15,6 @@ from typing import Any
 
 from nia_core.context import Snapshot, SnapshotEntry, canonical_json
 from nia_core.context.keys import is_valid_key
-from nia_core.digest import SMALL, sha256_hex
 from nia_core.model import MESSAGE_KINDS, Message, ToolCall, message_content
 from nia_core.sessions.replies import decode_reply, with_record
 from nia_core.sessions.store import (
@@ -31,7 +31,7 @@ from nia_core.sessions.store_errors import CorruptRecord, RefusedInput, UnknownS
 def content_id(text: str) -> str:
     """The content address of ``text``: hex sha256 of its UTF-8 bytes."""
     if len(text) <= _HASH_CHUNK:
-        return sha256_hex(text.encode("utf-8"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
     return joined_id((text,))
 
 
@@ -45,11 +45,6 @@ def joined_id(texts: Iterable[str]) -> str:
     all in memory beside the text (UTF-8 encodes each character on its own, so
     the pieces' bytes are the whole's).
     """
-    texts = list(texts)
-    if sum(len(text) for text in texts) * 4 <= SMALL:  # at most SMALL bytes of UTF-8: no OpenSSL to load
-        return sha256_hex("".join(texts).encode("utf-8"))
-    import hashlib  # large texts: OpenSSL's code is the faster one
-
     digest = hashlib.sha256()
     for text in texts:
         for start in range(0, len(text), _HASH_CHUNK):
@@ -384,12 +379,15 @@ def listing(rows: Sequence[Sequence[Any]]) -> SessionListing:
 ACTIVITY_QUERY = (
     "SELECT s.id, s.created,"
     " (SELECT count(*) FROM messages m WHERE m.session_id = s.id),"
-    " (SELECT max(m.created) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT m.created FROM messages m WHERE m.session_id = s.id ORDER BY m.seq DESC LIMIT 1),"
     " (SELECT max(e.created) FROM epochs e WHERE e.session_id = s.id),"
     " (SELECT max(p.created) FROM pending p WHERE p.session_id = s.id)"
     " FROM sessions s"
 )
-"""Message count and the newest timestamps of every session: one statement, the same in both dialects."""
+"""Message count and the newest timestamps of every session: one statement, the same in both dialects.
+
+The last message is found by its number (one row through the history's index), not by the largest of every
+message's time, which read every message row of every session: listing grew with all the messages stored."""
 
 
 def activity(rows: Sequence[Sequence[Any]]) -> dict[str, SessionActivity]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import sqlite3
 import stat
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.context import Snapshot
-from nia_core.lazylog import DEBUG, lazy_logger
 from nia_core.model import Message
 from nia_core.sessions.histories import Histories
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
@@ -74,7 +74,7 @@ from nia_core.sessions.store_errors import (
     not_utf8,
 )
 
-log = lazy_logger("nia.store")
+log = logging.getLogger("nia.store")
 
 LOCK_WAIT = 5.0
 """Seconds to wait for another process's write lock before giving up."""
@@ -344,7 +344,7 @@ class SQLiteStore(Store):
                         conn.execute("ROLLBACK")
                 log.debug("sqlite: %s%s: rolled back (%s)", action, _about(session_id), type(exc).__name__)
                 raise
-            if log.isEnabledFor(DEBUG):
+            if log.isEnabledFor(logging.DEBUG):
                 kind = "committed" if write else "read"
                 log.debug("sqlite: %s%s: %s in %.1f ms", action, _about(session_id), kind, _ms(started))
 

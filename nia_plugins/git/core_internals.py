@@ -6,9 +6,10 @@ below are public, every module of the package imports them from here.
 
 from __future__ import annotations
 
-from nia_core.lazylog import lazy_logger
+import logging
+
 from nia_core.project.generated import GENERATED_NAMES
 
 __all__ = ["GENERATED_NAMES", "log"]
 
-log = lazy_logger("nia.plugins.git")
+log = logging.getLogger("nia.plugins.git")

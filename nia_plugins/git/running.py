@@ -10,6 +10,7 @@ switch off whatever the repository's own config could make git run
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from functools import lru_cache
@@ -87,15 +88,8 @@ def git_environment(search: str, overrides: tuple[tuple[str, str], ...] = ()) ->
 
 
 def _git_in(folder: str) -> str | None:
-    """``shutil.which("git", path=folder)``; on POSIX without importing shutil (and bz2, lzma), ~2 ms a process."""
-    if os.name == "nt":  # PATHEXT and friends
-        import shutil
-
-        return shutil.which("git", path=folder)
-    candidate = os.path.join(folder, "git")
-    if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and not os.path.isdir(candidate):
-        return candidate
-    return None
+    """The ``git`` program in ``folder``, if there is one."""
+    return shutil.which("git", path=folder)
 
 
 @dataclass(frozen=True)

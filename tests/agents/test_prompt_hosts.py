@@ -286,41 +286,6 @@ def test_status_says_qwen_needs_trust_only_when_folder_trust_is_on(project, tmp_
     assert mine["trusted_events"] == ([] if enabled else ["UserPromptSubmit"])
 
 
-@pytest.mark.parametrize("name", HOSTS)
-def test_a_prompt_imports_only_the_hooks_path(name, project, tmp_path):  # noqa: F811
-    """Reading the host's settings for its context files and its session file costs no installer imports."""
-    import os
-    import subprocess
-    import sys
-    import time
-
-    from tests.agents.test_hook_imports import BARE, LOGGING, NEVER, PROBE
-
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    probe = folder / "nia_probe.py"
-    probe.write_text(PROBE.replace('"claude-code"', repr(name)))
-    past = time.time() - 3600  # settled: the entry-point cache trusts the folder's mtime
-    os.utime(folder, (past, past))
-    transcript = tmp_path / "session.jsonl"
-    transcript.write_text(line(hook_record(name, "earlier")))
-    payload = {"session_id": "imports", "cwd": str(project), "hook_event_name": EVENTS[name], "prompt": "go on"}
-    payload["transcript_path"] = str(transcript)
-
-    def modules() -> set[str]:
-        done = subprocess.run(
-            [sys.executable, str(probe)], input=json.dumps(payload), capture_output=True, text=True, cwd=project
-        )
-        assert done.returncode == 0, done.stderr
-        return set(done.stderr.rsplit("MODULES ", 1)[1].split())
-
-    bare = set(subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True).stdout.split())
-    first = modules()  # the baseline: the session is new
-    assert f"nia_core.agents.{name.replace('-', '_')}" in first
-    unchanged = modules()
-    assert (unchanged & (NEVER | LOGGING)) - bare == set()
-
-
 @pytest.mark.parametrize("in_geminis_folder", [True, False])
 def test_geminis_spill_file_is_in_its_own_folder_which_its_read_file_reads(
     in_geminis_folder,

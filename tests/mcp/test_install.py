@@ -252,7 +252,7 @@ def test_every_client_of_the_table_is_a_choice_and_nothing_else(project):
 
 @pytest.mark.slow
 def test_only_nia_mcp_imports_the_sdk(project):
-    probe = (  # at exit: a command that only reads ends with os._exit once its atexit handlers ran
+    probe = (  # at exit: what the command imported, once its work is done
         "import atexit, sys\n"
         "atexit.register(lambda: print('SDK' if 'mcp' in sys.modules else 'NO-SDK', file=sys.stderr))\n"
         "from nia_core.cli import main\n"
