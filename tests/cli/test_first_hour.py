@@ -429,7 +429,7 @@ def test_plugins_list_reports_every_problem_context_show_reports_and_strict_fail
 
 # -- 27.5: --debug shows plugin tracebacks; every plugin problem is said once, with file and line --------------
 
-FAILING = {
+PLUGIN_FAILURES = {
     "imports": "import not_a_module_anywhere\n",
     "raises": (
         "from nia_core import hookimpl\n\n\n@hookimpl\ndef nia_context_sources(location):\n"
@@ -445,17 +445,17 @@ FAILING = {
 
 
 @pytest.fixture
-def failing(tmp_path: Path) -> Path:
+def failing_plugins(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / ".nia" / "plugins").mkdir(parents=True)
-    for name, code in FAILING.items():
+    for name, code in PLUGIN_FAILURES.items():
         (root / ".nia" / "plugins" / f"{name}.py").write_text(code)
     return root
 
 
-def test_debug_shows_the_traceback_of_a_plugins_import_and_of_a_raising_hook(failing: Path) -> None:
-    plain = nia(failing, "context", "show")
-    debug = nia(failing, "--debug", "context", "show")
+def test_debug_shows_the_traceback_of_a_plugins_import_and_of_a_raising_hook(failing_plugins: Path) -> None:
+    plain = nia(failing_plugins, "context", "show")
+    debug = nia(failing_plugins, "--debug", "context", "show")
     assert plain.returncode == debug.returncode == 0, debug.stderr
     assert "Traceback" not in plain.stderr
     assert re.search(r'Traceback \(most recent call last\):\n(?:  .*\n)*  File ".*imports\.py", line 1', debug.stderr)
@@ -464,13 +464,13 @@ def test_debug_shows_the_traceback_of_a_plugins_import_and_of_a_raising_hook(fai
     assert alias in plain.stderr and "use @hookimpl(specname='nia_context_sources')" in plain.stderr
 
 
-def test_help_and_the_agent_hook_say_each_plugin_problem_once(failing: Path) -> None:
-    helped = nia(failing, "--help")
-    start = {"session_id": "s1", "cwd": str(failing), "hook_event_name": "SessionStart", "source": "startup"}
+def test_help_and_the_agent_hook_say_each_plugin_problem_once(failing_plugins: Path) -> None:
+    helped = nia(failing_plugins, "--help")
+    start = {"session_id": "s1", "cwd": str(failing_plugins), "hook_event_name": "SessionStart", "source": "startup"}
     payload = json.dumps(start)
-    hooked = nia(failing, "hook", "claude-code", stdin=payload)
+    hooked = nia(failing_plugins, "hook", "claude-code", stdin=payload)
     assert helped.returncode == hooked.returncode == 0, helped.stderr + hooked.stderr
-    for name in FAILING:  # --help loads the plugins and calls no hook: what loading finds
+    for name in PLUGIN_FAILURES:  # --help loads the plugins and calls no hook: what loading finds
         said = helped.stderr.count(f"Warning: plugin '{name}': ")
         assert helped.stderr.count(f"plugin '{name}'") == said == (name != "raises"), helped.stderr
         assert hooked.stderr.count(f"plugin '{name}'") == 1, hooked.stderr
