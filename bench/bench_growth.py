@@ -1,7 +1,7 @@
 """How each cost grows with its own work: sources, context files, plugins installed, sessions in one database.
 
     python bench/bench_growth.py [--only sources,files,plugins,sessions] [--max-files 100000]
-                                 [--max-sessions 100000]
+                                 [--max-sessions 100000] [--messages 2]
 
 Each row measures one cost at work sizes a decade apart and prints, between
 each pair of sizes, its growth exponent: the slope of log(cost) over
@@ -29,7 +29,8 @@ machine's load is printed before and after.
   epoch and two messages: rows copied with SQL from one real session, with
   creation times spread over the last N minutes), through the CLI in-process:
   ``nia session list``, ``nia session prune`` of the oldest 1% (``--yes``), and
-  one ``nia session send`` to a session named by an id prefix.
+  one ``nia session send`` to a session named by an id prefix. ``--messages``
+  gives each session that many (a prompt and its reply, repeated).
 
 Messages in a session are ``bench/bench_turns.py``; concurrent runners,
 ``bench/bench_boundaries.py``; plugins among other installed distributions,
@@ -291,7 +292,20 @@ def fill_sessions(path: Path, template: str, count: int) -> list[str]:
     return ids
 
 
-def sessions_rows(work: Path, high: int, repeats: int) -> list[Row]:
+def lengthen(path: Path, session_id: str, messages: int) -> None:
+    """Give ``session_id`` ``messages`` messages: its first two (a prompt and its reply) again and again."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.executemany(
+            "INSERT INTO messages (session_id, seq, epoch, kind, body, snapshot_id, created, reply)"
+            " SELECT session_id, seq + ?, epoch, kind, body, snapshot_id, created, reply FROM messages"
+            " WHERE session_id = ? AND seq <= 2",
+            [(step, session_id) for step in range(2, messages - 1, 2)],
+        )
+    conn.close()
+
+
+def sessions_rows(work: Path, high: int, repeats: int, messages: int = 2) -> list[Row]:
     sizes = decades(1000, high)
     listed, pruned, sent = [], [], []
     project = work / "sessions-project"
@@ -305,6 +319,8 @@ def sessions_rows(work: Path, high: int, repeats: int) -> list[Row]:
             runtime = Runtime()
             template = runtime.create_session(store, project, "echo/echo", session_id="ffffffffffff").id
             runtime.turn(store, template, "hello", providers=Echo())
+        if messages > 2:
+            lengthen(path, template, messages)
         ids = fill_sessions(path, template, count)
         from nia_core.cli import cli
 
@@ -319,10 +335,11 @@ def sessions_rows(work: Path, high: int, repeats: int) -> list[Row]:
         pruned.append(timed(lambda age=age: nia("session", "prune", "--older-than", age, "--yes"), 1))
         prefix = ids[len(ids) // 2][:8]
         sent.append(timed(lambda prefix=prefix: nia("session", "send", prefix, "and now?"), max(3, repeats // 4)))
+    each = f" ({messages:,} messages each)" if messages != 2 else ""
     return [
-        ("sessions in one database: nia session list", sizes, listed),
-        ("sessions in one database: nia session prune (the oldest 1%)", sizes, pruned),
-        ("sessions in one database: nia session send PREFIX", sizes, sent),
+        (f"sessions in one database{each}: nia session list", sizes, listed),
+        (f"sessions in one database{each}: nia session prune (the oldest 1%)", sizes, pruned),
+        (f"sessions in one database{each}: nia session send PREFIX", sizes, sent),
     ]
 
 
@@ -350,6 +367,7 @@ def main() -> None:
     parser.add_argument("--only", default="sources,files,plugins,sessions")
     parser.add_argument("--max-files", type=int, default=100_000)
     parser.add_argument("--max-sessions", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=2, help="messages in each session of the sessions rows")
     parser.add_argument("--repeats", type=int, default=12)
     args = parser.parse_args()
     chosen = args.only.split(",")
@@ -367,7 +385,7 @@ def main() -> None:
         if "plugins" in chosen:
             rows += plugins_rows(work, args.repeats)
         if "sessions" in chosen:
-            rows += sessions_rows(work, args.max_sessions, args.repeats)
+            rows += sessions_rows(work, args.max_sessions, args.repeats, args.messages)
         os.chdir(HERE)
     del quiet
     print_rows(rows)

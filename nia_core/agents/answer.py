@@ -348,6 +348,8 @@ def emit(result: HookRun) -> None:
     except OSError:
         entry.warnings.append("the host closed nia's stdout before the context was written")
     for line in entry.warnings:
+        if line in _SAID:
+            continue  # already on stderr as it happened (the log handler); the hook log still keeps it
         try:
             sys.stderr.write(f"nia: {line}\n")
         except OSError:
@@ -409,6 +411,7 @@ def answer(
         except OSError:
             data = b""
     chosen = adapter(host)
+    record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
     with hook_log.conversation_lock(session_of(chosen, data)):
         with stdout_to_stderr():
             result = run(chosen, data, runtime, chosen.caller(os.getppid()))
@@ -445,6 +448,27 @@ def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
     begin()
     log_to_stderr()
     answer(host, Runtime(), data=data, fallback=fallback, seconds=seconds)
+
+
+_SAID: set[str] = set()
+"""Warnings already logged (and so printed, by whichever handler prints them): :func:`emit` does not repeat them."""
+
+
+def record_logged() -> None:
+    """From now on, note each warning logged under ``nia`` (the handler is added once per process).
+
+    Called as each hook starts: a resident process answers many, and each hook's report says its own warnings.
+    """
+    import logging
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _SAID.add(record.getMessage())
+
+    _SAID.clear()
+    logger = logging.getLogger("nia")
+    if not any(type(h).__name__ == "Said" for h in logger.handlers):
+        logger.addHandler(Said(logging.WARNING))
 
 
 def log_to_stderr() -> None:

@@ -250,7 +250,7 @@ class Resident:
 
     def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
         from nia_core.agents import adapter, hook_log
-        from nia_core.agents.answer import emit, run, session_of, stdout_to_stderr
+        from nia_core.agents.answer import emit, record_logged, run, session_of, stdout_to_stderr
         from nia_core.agents.contract import HostInputError
         from nia_core.agents.hook_settings import resident_enabled
         from nia_core.process import abandoned_threads
@@ -284,6 +284,7 @@ class Resident:
                 os.chdir(self.scope["cwd"])  # a plugin that moved the process does not move the next hook
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
+        record_logged()  # this hook's warnings, said once each, as in a hook's own process
         with _captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdout_to_stderr():
                 result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's

@@ -379,12 +379,15 @@ def listing(rows: Sequence[Sequence[Any]]) -> SessionListing:
 ACTIVITY_QUERY = (
     "SELECT s.id, s.created,"
     " (SELECT count(*) FROM messages m WHERE m.session_id = s.id),"
-    " (SELECT max(m.created) FROM messages m WHERE m.session_id = s.id),"
+    " (SELECT m.created FROM messages m WHERE m.session_id = s.id ORDER BY m.seq DESC LIMIT 1),"
     " (SELECT max(e.created) FROM epochs e WHERE e.session_id = s.id),"
     " (SELECT max(p.created) FROM pending p WHERE p.session_id = s.id)"
     " FROM sessions s"
 )
-"""Message count and the newest timestamps of every session: one statement, the same in both dialects."""
+"""Message count and the newest timestamps of every session: one statement, the same in both dialects.
+
+The last message is found by its number (one row through the history's index), not by the largest of every
+message's time, which read every message row of every session: listing grew with all the messages stored."""
 
 
 def activity(rows: Sequence[Sequence[Any]]) -> dict[str, SessionActivity]:
