@@ -348,6 +348,8 @@ def emit(result: HookRun) -> None:
     except OSError:
         entry.warnings.append("the host closed nia's stdout before the context was written")
     for line in entry.warnings:
+        if line in _SAID:
+            continue  # already on stderr as it happened (the log handler); the hook log still keeps it
         try:
             sys.stderr.write(f"nia: {line}\n")
         except OSError:
@@ -398,6 +400,7 @@ def answer(host: str, runtime: Runtime) -> None:
     except OSError:
         data = b""
     chosen = adapter(host)
+    _record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
     with hook_log.conversation_lock(_session_of(chosen, data)):
         with stdout_to_stderr():
             result = run(chosen, data, runtime, chosen.caller())
@@ -430,6 +433,23 @@ def main(host: str) -> NoReturn:
     _log_to_stderr()
     answer(host, Runtime())
     exit_command(0)
+
+
+_SAID: set[str] = set()
+"""Warnings already logged (and so printed, by whichever handler prints them): :func:`emit` does not repeat them."""
+
+
+def _record_logged() -> None:
+    """Note each warning logged under ``nia`` (the handler is added once per process)."""
+    import logging
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _SAID.add(record.getMessage())
+
+    logger = logging.getLogger("nia")
+    if not any(type(h).__name__ == "Said" for h in logger.handlers):
+        logger.addHandler(Said(logging.WARNING))
 
 
 def _log_to_stderr() -> None:

@@ -11,6 +11,7 @@ plugin's ``NOTES.md`` updates under ``nia dev`` as soon as it is saved.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
