@@ -48,7 +48,5 @@ def adapter(name: str) -> HostAdapter:
     return found
 
 
-_exported, __getattr__, __dir__ = lazy_exports(
-    __name__, {"nia_core.agents.contract": ("HookInput", "HostAdapter", "HostInputError")}
-)
-__all__ = ["ADAPTERS", "adapter", *_exported]
+_exported, __getattr__, __dir__ = lazy_exports(__name__)
+__all__ = ["ADAPTERS", "adapter", *_exported]  # the one package whose own names are exported too

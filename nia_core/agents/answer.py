@@ -14,14 +14,14 @@ hook that would outlive :data:`DEADLINE` seconds.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from nia_core import stdio
 from nia_core.agents import hook_log
 from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
@@ -357,23 +357,6 @@ def emit(result: HookRun) -> None:
     hook_log.append(entry.stamp())
 
 
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """While plugins run, anything written to stdout (fd 1 too) goes to stderr: only nia's answer reaches the host."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    previous = sys.stdout
-    try:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stdout = previous
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -> threading.Timer:
     """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent.
 
@@ -412,9 +395,9 @@ def answer(
             data = b""
     chosen = adapter(host)
     record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
-    with hook_log.conversation_lock(session_of(chosen, data)):
-        with stdout_to_stderr():
-            result = run(chosen, data, runtime, chosen.caller(os.getppid()))
+    stdio.redirect_fd()  # as every nia command: only nia's answer reaches the host, whatever a plugin prints
+    with hook_log.conversation_lock(session_of(chosen, data)), stdio.protect():
+        result = run(chosen, data, runtime, chosen.caller(os.getppid()))
         result.entry.answered_by = "in-process"
         result.entry.fallback = fallback
         emit(result)

@@ -249,8 +249,9 @@ class Resident:
             self.answering.release()
 
     def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
+        from nia_core import stdio
         from nia_core.agents import adapter, hook_log
-        from nia_core.agents.answer import emit, record_logged, run, session_of, stdout_to_stderr
+        from nia_core.agents.answer import emit, record_logged, run, session_of
         from nia_core.agents.contract import HostInputError
         from nia_core.agents.hook_settings import resident_enabled
         from nia_core.process import abandoned_threads
@@ -286,7 +287,7 @@ class Resident:
         answer = io.StringIO()
         record_logged()  # this hook's warnings, said once each, as in a hook's own process
         with _captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
-            with stdout_to_stderr():
+            with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
                 result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
             result.entry.answered_by = "resident"
             saved = sys.stdout
