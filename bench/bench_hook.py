@@ -252,7 +252,15 @@ def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[st
 
         def printed(stdin: str) -> int:
             out = subprocess.run(nia, input=stdin, capture_output=True, text=True, env=env, cwd=project).stdout
-            return len(json.loads(out)["hookSpecificOutput"]["additionalContext"].encode()) if out.strip() else 0
+            if not out.strip():
+                return 0
+            answer = json.loads(out)  # the host's output shape: {"additionalContext": …} or under hookSpecificOutput
+            text = (
+                answer["additionalContext"]
+                if "additionalContext" in answer
+                else answer["hookSpecificOutput"]["additionalContext"]
+            )
+            return len(text.encode())
 
         total = printed(payload(project, start, name, "startup")) if start else 0
         resent = 0
