@@ -226,10 +226,12 @@ table = {}
 for name in sorted(ADAPTERS):
     host = adapter(name)
     roles = {role: event for event, role in host.events.items()}
-    table[name] = [roles.get(START), roles[PROMPT]]
+    keys = host.input_keys
+    table[name] = [roles.get(START), roles[PROMPT], [keys.event, keys.session, keys.cwd, keys.source], host.output]
 print(json.dumps(table))
 """
-"""Every host of the installed nia's host table: its start event (or none) and its prompt event."""
+"""Every host of the installed nia's host table: its start event (or none), its prompt event, the names of its
+stdin's members (event, session, cwd, source; "" for one it does not send) and its answer's shape."""
 
 
 def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[str, tuple[int, int]]:
@@ -246,7 +248,7 @@ def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[st
     def change(project: Path, turn: int) -> None:
         (project / "rule.txt").write_text(f"rule {turn}: " + "be careful " * 5 + "\n")
 
-    def session(index: int, name: str, start: str | None, prompt: str) -> tuple[int, int]:
+    def session(index: int, name: str, start: str | None, prompt: str, keys: list[str], output: str) -> tuple[int, int]:
         project = make_project(work, f"session-{index:02d}")  # paths of one length: the hosts' bytes compare
         nia = [str(python.parent / "nia"), "hook", name]
 
@@ -254,26 +256,33 @@ def context_bytes(python: Path, work: Path, turns: int, changes: int) -> dict[st
             out = subprocess.run(nia, input=stdin, capture_output=True, text=True, env=env, cwd=project).stdout
             if not out.strip():
                 return 0
-            answer = json.loads(out)  # the host's output shape: {"additionalContext": …} or under hookSpecificOutput
-            text = (
-                answer["additionalContext"]
-                if "additionalContext" in answer
-                else answer["hookSpecificOutput"]["additionalContext"]
-            )
+            answer = json.loads(out)
+            nested = output == "hookSpecificOutput"
+            text = answer["hookSpecificOutput"]["additionalContext"] if nested else answer[output]
             return len(text.encode())
 
-        total = printed(payload(project, start, name, "startup")) if start else 0
+        def stdin_for(event: str, source: str = "") -> str:
+            """The hook's stdin in the host's own member names (Copilot CLI: ``sessionId``, no event name)."""
+            event_key, session_key, cwd_key, source_key = keys
+            data = {session_key: name, cwd_key: str(project), "prompt": "go on"}
+            if event_key:
+                data[event_key] = event
+            if source:
+                data[source_key] = source
+            return json.dumps(data)
+
+        total = printed(stdin_for(start, "startup")) if start else 0
         resent = 0
         for turn in range(1, turns + 1):
             if turn in change_at:
                 change(project, turn)
-            total += printed(payload(project, prompt, name))
+            total += printed(stdin_for(prompt))
             resent += total
         return total, resent
 
     figures = {
-        f"nia hook {name}": session(index, name, start, prompt)
-        for index, (name, (start, prompt)) in enumerate(hosts.items())
+        f"nia hook {name}": session(index, name, start, prompt, keys, output)
+        for index, (name, (start, prompt, keys, output)) in enumerate(hosts.items())
     }
     project = make_project(work, "session-99")
     show = [str(python.parent / "nia"), "context", "show"]

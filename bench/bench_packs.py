@@ -37,7 +37,8 @@ import nia_python.project  # noqa: E402
 import nia_python.pytest_results  # noqa: E402
 from fakegithub import FakeGitHub, check_run, pull_request  # noqa: E402
 
-from nia_core import ContextSource, SystemContext, initialize, reconcile  # noqa: E402
+from nia_core import ContextSource  # noqa: E402
+from nia_core.context import SystemContext, initialize, reconcile  # noqa: E402
 from nia_core.project import locate  # noqa: E402
 
 SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"

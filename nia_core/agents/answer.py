@@ -14,14 +14,14 @@ hook that would outlive :data:`DEADLINE` seconds.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
+from nia_core import stdio
 from nia_core.agents import hook_log
 from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
@@ -348,28 +348,13 @@ def emit(result: HookRun) -> None:
     except OSError:
         entry.warnings.append("the host closed nia's stdout before the context was written")
     for line in entry.warnings:
+        if line in _SAID:
+            continue  # already on stderr as it happened (the log handler); the hook log still keeps it
         try:
             sys.stderr.write(f"nia: {line}\n")
         except OSError:
             break
     hook_log.append(entry.stamp())
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """While plugins run, anything written to stdout (fd 1 too) goes to stderr: only nia's answer reaches the host."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    previous = sys.stdout
-    try:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stdout = previous
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def watchdog(host: str, seconds: float) -> threading.Timer:
@@ -398,9 +383,10 @@ def answer(host: str, runtime: Runtime) -> None:
     except OSError:
         data = b""
     chosen = adapter(host)
-    with hook_log.conversation_lock(_session_of(chosen, data)):
-        with stdout_to_stderr():
-            result = run(chosen, data, runtime, chosen.caller())
+    _record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
+    stdio.redirect_fd()  # as every nia command: only nia's answer reaches the host, whatever a plugin prints
+    with hook_log.conversation_lock(_session_of(chosen, data)), stdio.protect():
+        result = run(chosen, data, runtime, chosen.caller())
         emit(result)
     timer.cancel()
 
@@ -430,6 +416,23 @@ def main(host: str) -> NoReturn:
     _log_to_stderr()
     answer(host, Runtime())
     exit_command(0)
+
+
+_SAID: set[str] = set()
+"""Warnings already logged (and so printed, by whichever handler prints them): :func:`emit` does not repeat them."""
+
+
+def _record_logged() -> None:
+    """Note each warning logged under ``nia`` (the handler is added once per process)."""
+    import logging
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            _SAID.add(record.getMessage())
+
+    logger = logging.getLogger("nia")
+    if not any(type(h).__name__ == "Said" for h in logger.handlers):
+        logger.addHandler(Said(logging.WARNING))
 
 
 def _log_to_stderr() -> None:

@@ -51,8 +51,9 @@ def list_plugins(ctx: click.Context, as_json: bool, include_builtins: bool, loca
     """Show each plugin: version, origin, status, hooks, source keys and the error if broken.
 
     Every plugin's sources are produced, observed and rendered once at the
-    Location, so a plugin that only misbehaves there shows up as broken too.
-    With --strict, exits 1 when any plugin is broken.
+    Location, so a plugin that only misbehaves there shows up as broken too;
+    a problem that leaves a plugin working (a hook function without @hookimpl)
+    is a warning line. With --strict, exits 1 on any of them.
     """
     app = App.of(ctx)
     where = app.locate(location)
@@ -76,9 +77,14 @@ def list_plugins(ctx: click.Context, as_json: bool, include_builtins: bool, loca
     problem = host.config_problem(where)
     if problem is not None:  # the list cannot know which plugins the file switches off, nor their settings
         raise ConfigError(problem)
-    broken = [info for info in host.infos() if info.enabled and info.error]
-    if app.strict and broken:
-        raise PluginError("; ".join(f"plugin {info.name!r}: {info.error}" for info in broken))
+    problems = [
+        f"plugin {info.name!r}: {problem}"
+        for info in host.infos()
+        if info.enabled
+        for problem in ([info.error] if info.error else info.warnings)
+    ]
+    if app.strict and (problems or host.left_out):
+        raise PluginError("; ".join([*problems, *host.left_out]))
 
 
 def _describe(info: PluginInfo) -> str:
@@ -95,6 +101,7 @@ def _describe(info: PluginInfo) -> str:
     if info.enabled and not info.error:
         lines.append(f"  hooks: {', '.join(info.hooks) or '-'}")
         lines.append(f"  sources: {', '.join(info.source_keys) or '-'}")
+        lines.extend(f"  warning: {warning}" for warning in info.warnings)
     return "\n".join(lines)
 
 

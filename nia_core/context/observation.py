@@ -91,7 +91,7 @@ def _observation(key: str, timeout: float, outcome: Outcome) -> Observation:
     if status == "error":
         text = " ".join(outcome.message.split())  # worded on the worker: the plugin's __str__ does not run here
         reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
-        log.debug("context source %s: %s", key, reason)
+        log.debug("context source %s: %s", key, reason, exc_info=error)  # --debug: the traceback too
         return Observation(key, UNAVAILABLE, "error", reason, seconds)
     return Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds)
 

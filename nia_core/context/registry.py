@@ -299,6 +299,8 @@ class LocationContext:
             assert problem is not None
             problems.append(problem)
             log.warning("%s", problem)
+            if problem.kind == "raised" and problem.error is not None:  # --debug: where, in the plugin's code
+                log.debug("%s: traceback", problem, exc_info=problem.error)
         if strict and problems:
             _raise_strict(problems[0])
         return Assembly(

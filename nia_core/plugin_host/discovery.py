@@ -7,6 +7,7 @@ reported and skipped while the rest load (``strict`` makes it an error).
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
 import os
 import time
@@ -122,14 +123,39 @@ def _namespace(plugin: object, info: PluginInfo) -> str | None:
     return namespace
 
 
-def _unknown_hooks(host: PluginHost, name: str) -> list[str]:
-    """Hooks the plugin implements that no hookspec declares (a typo, most likely)."""
-    unknown = set()
-    for impl in host.implementations(name):
+def _unknown_hooks(host: PluginHost, name: str) -> str | None:
+    """What the plugin implements that no hookspec declares (a typo, most likely), with file and line.
+
+    ``@hookimpl`` marks the function, not the name: ``nia_context_sources =
+    hookimpl(_orig)`` marks ``_orig`` too, and pluggy takes every marked
+    attribute as an implementation of the hook it names.
+    """
+    found = host.implementations(name)
+    known: dict[int, str] = {}
+    unknown: dict[str, str] = {}
+    hints: list[str] = []
+    for impl in found:
         caller = getattr(host.pm.hook, impl.hook, None)
-        if (caller is None or not caller.has_spec()) and not impl.opts.get("optionalhook"):
-            unknown.add(impl.hook)
-    return sorted(unknown)
+        if caller is not None and caller.has_spec():
+            known[id(inspect.unwrap(impl.function))] = impl.attribute
+    for impl in found:
+        caller = getattr(host.pm.hook, impl.hook, None)
+        if (caller is not None and caller.has_spec()) or impl.opts.get("optionalhook") or impl.hook in unknown:
+            continue
+        function = inspect.unwrap(impl.function)
+        code = getattr(function, "__code__", None)
+        unknown[impl.hook] = impl.hook + (f" ({shown_path(code.co_filename)}:{code.co_firstlineno})" if code else "")
+        alias = known.get(id(function))
+        if alias is not None:
+            hints.append(
+                f"{impl.attribute} is the same function as {alias}, and @hookimpl marks a function under every "
+                f"name it has: define {alias} itself, or use @hookimpl(specname={alias!r})"
+            )
+    if not unknown:
+        return None
+    listed = ", ".join(unknown[hook] for hook in sorted(unknown))
+    said = f"implements {listed}, which is not a nia hook (see docs/plugin_hooks.md)"
+    return "; ".join([said, *hints])
 
 
 def _unmarked_hooks(plugin: object) -> list[str]:
@@ -182,9 +208,11 @@ def register_imported(
         return host.record(info)
     except PluginRaised as exc:  # worded on the worker: the plugin's __str__ does not run here
         info.error = f"failed to import: {exc.worded(shown_path)}"
+        log.debug("plugin %r: import traceback", info.name, exc_info=exc.original)  # shown with --debug
         return host.record(info)
-    except Exception as exc:  # noqa: BLE001 - isolation: report and go on
+    except Exception as exc:  # isolation: report and go on
         info.error = f"failed to import: {one_line(exc, show_path=shown_path)}"
+        log.debug("plugin %r: import traceback", info.name, exc_info=exc)
         return host.record(info)
     try:
         info.namespace = info.namespace or _namespace(plugin, info)
@@ -199,17 +227,17 @@ def register_imported(
         log.debug("plugin %r (%s, %s): imported and registered in %.1f ms", info.name, info.origin, where, elapsed)
     if registered.error is None:
         unknown = _unknown_hooks(host, info.name)
-        if unknown:
+        if unknown is not None:
             host.unregister(info.name)
             info.hooks = []
-            info.error = f"implements {', '.join(unknown)}, which is not a nia hook (see docs/plugin_hooks.md)"
+            info.error = unknown
             return host.record(info)
         for function in _unmarked_hooks(plugin):
             hint = "" if hasattr(hookspecs, function) else _no_such_hook(function)
             host.warn(
                 registered,
                 f"function {function} has no @hookimpl marker{hint}, so nia never calls it "
-                "(decorate it with nia_core.markers.hookimpl)",
+                "(decorate it with @hookimpl, from nia_core import hookimpl)",
             )
     return registered
 

@@ -74,7 +74,7 @@ def _check_commands(host: PluginHost) -> None:
 
     _, problems = host.call_each("nia_register_commands", {"cli": click.Group()})
     for problem in problems:
-        host._mark_broken(problem.plugin, problem.message)
+        host._mark_broken(problem.plugin, problem.message, problem.error)
 
 
 def _check_summarize(host: PluginHost) -> None:
@@ -84,7 +84,7 @@ def _check_summarize(host: PluginHost) -> None:
     history = [Message("user", "Tidy up cart.py", seq=1)]
     answers, problems = host.call_each("nia_summarize", {"messages": history}, every=True)
     for problem in problems:
-        host._mark_broken(problem.plugin, problem.message)
+        host._mark_broken(problem.plugin, problem.message, problem.error)
     for plugin, answer in answers:
         if answer is not None and not isinstance(answer, str):
             host._mark_broken(plugin, f"nia_summarize returned {type(answer).__name__}, not text")

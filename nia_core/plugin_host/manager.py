@@ -225,7 +225,7 @@ class PluginHost:
         _, problems = self.call_each("nia_location_opened", {"location": location, "context": view}, skip_broken=False)
         for problem in problems:
             self.unregister(problem.plugin)
-            self._mark_broken(problem.plugin, problem.message)
+            self._mark_broken(problem.plugin, problem.message, problem.error)
         return view
 
     def assemble(self, view: LocationContext) -> Assembly:
@@ -346,6 +346,8 @@ class PluginHost:
             if self.strict:
                 raise PluginError(message)
             log.warning("%s (left out until it renders)", message)
+            if error.__cause__ is not None:  # --debug: where, in the renderer
+                log.debug("%s: traceback", message, exc_info=error.__cause__)
 
         return handle
 
@@ -492,7 +494,7 @@ class PluginHost:
         """The first plugin's ``nia_summarize`` answer; one that raises is marked broken and the next asked."""
         answers, problems = self.call_each("nia_summarize", {"messages": messages}, skip_broken=False)
         for problem in problems:
-            self._mark_broken(problem.plugin, problem.message)
+            self._mark_broken(problem.plugin, problem.message, problem.error)
         for plugin, answer in answers:  # firstresult: the first answer decides; a blank one means the default
             if answer is None:
                 continue
@@ -512,7 +514,7 @@ class PluginHost:
         _, problems = self.call_each("nia_register_commands", {"cli": own_group}, skip_broken=False)
         for problem in problems:
             groups.pop(problem.plugin, None)
-            self._mark_broken(problem.plugin, problem.message)
+            self._mark_broken(problem.plugin, problem.message, problem.error)
         owners: dict[str, str] = {}
         for name in self.load_order(groups):
             for command_name, command in groups[name].commands.items():
@@ -522,13 +524,16 @@ class PluginHost:
                 owners[command_name] = name
                 cli.add_command(command, command_name)
 
-    def _mark_broken(self, name: str, error: str) -> None:
+    def _mark_broken(self, name: str, error: str, raised: BaseException | None = None) -> None:
+        """``raised``: what the plugin's code raised, whose traceback ``--debug`` shows."""
         info = self.plugins.get(name)
         if info is not None:
             info.error = error
         if self.strict:
             raise PluginError(f"plugin {name!r}: {error}")
         log.warning("plugin %r: %s", name, error)
+        if raised is not None:
+            log.debug("plugin %r: traceback", name, exc_info=raised)
 
     def infos(self, *, include_builtins: bool = True) -> list[PluginInfo]:
         with self._lock:

@@ -370,3 +370,109 @@ def test_nia_dev_re_observes_other_sources_on_its_interval_and_is_quiet_when_not
         out.wait_for(process, "STATE NOW: busy")
     finally:
         _stop(process)
+
+
+# -- 27.2: nia plugins list reports every problem nia context show reports ----------------------------------
+
+MISBEHAVING = {
+    "unmarked": (
+        "from nia_core import ContextSource\n\n"
+        "def nia_context_sources(location):\n"
+        "    return [ContextSource(key='unmarked/x', load=lambda: 1, baseline=lambda v: 'X')]\n",
+        "function nia_context_sources has no @hookimpl marker, so nia never calls it"
+        " (decorate it with @hookimpl, from nia_core import hookimpl)",
+    ),
+    "raising": (
+        "from nia_core import hookimpl\n\n@hookimpl\n"
+        "def nia_context_sources(location):\n    raise RuntimeError('boom')\n",
+        "raised RuntimeError: boom",
+    ),
+    "loader": (
+        "from nia_core import ContextSource, hookimpl\n\ndef load():\n    raise ValueError('loader broke')\n\n"
+        "@hookimpl\ndef nia_context_sources(location):\n"
+        "    return [ContextSource(key='loader/x', load=load, baseline=lambda v: 'X')]\n",
+        "context source 'loader/x': loader raised ValueError: loader broke",
+    ),
+    "renderer": (
+        "from nia_core import ContextSource, hookimpl\n\n@hookimpl\ndef nia_context_sources(location):\n"
+        "    return [ContextSource(key='renderer/x', load=lambda: 1, baseline=lambda v: 1 / 0)]\n",
+        "context source 'renderer/x': baseline renderer raised ZeroDivisionError: division by zero",
+    ),
+    "stray": (
+        "from nia_core import ContextSource, hookimpl\n\nNIA_NAMESPACE = 'stray'\n\n@hookimpl\n"
+        "def nia_context_sources(location):\n"
+        "    return [ContextSource(key='other/x', load=lambda: 1, baseline=lambda v: 'X')]\n",
+        "source key 'other/x' is outside its declared namespace 'stray/'",
+    ),
+}
+
+
+def test_plugins_list_reports_every_problem_context_show_reports_and_strict_fails_on_each(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    (root / ".nia" / "plugins").mkdir(parents=True)
+    for name, (code, _) in MISBEHAVING.items():
+        (root / ".nia" / "plugins" / f"{name}.py").write_text(code)
+    shown = nia(root, "context", "show")
+    listed = nia(root, "plugins", "list")
+    as_json = {p["name"]: p for p in json.loads(nia(root, "plugins", "list", "--json").stdout)}
+    strict = nia(root, "--strict", "plugins", "list")
+    assert shown.returncode == 0 and listed.returncode == 0, shown.stderr + listed.stderr
+    assert strict.returncode == 1, strict.stderr
+    for name, (_, problem) in MISBEHAVING.items():
+        assert f"Warning: plugin '{name}': " in shown.stderr and problem in shown.stderr, (name, shown.stderr)
+        entry = re.search(rf"^{name} .*\n((?:  .*\n)*)", listed.stdout, re.MULTILINE)
+        assert entry is not None and re.search(rf"^  (error|warning): {re.escape(problem)}$", entry[1], re.M), entry
+        reported = [as_json[name]["error"] or "", *as_json[name]["warnings"]]
+        assert any(problem in line for line in reported), (name, as_json[name])
+        assert f"plugin '{name}': " in strict.stderr and problem in strict.stderr, (name, strict.stderr)
+
+
+# -- 27.5: --debug shows plugin tracebacks; every plugin problem is said once, with file and line --------------
+
+PLUGIN_FAILURES = {
+    "imports": "import not_a_module_anywhere\n",
+    "raises": (
+        "from nia_core import hookimpl\n\n\n@hookimpl\ndef nia_context_sources(location):\n"
+        "    raise RuntimeError('boom')\n"
+    ),
+    "aliased": (
+        "from nia_core import ContextSource, hookimpl\n\n\n"
+        "def _orig(location):\n"
+        "    return [ContextSource(key='aliased/x', load=lambda: 1, baseline=lambda v: 'X')]\n\n\n"
+        "nia_context_sources = hookimpl(_orig)\n"
+    ),
+}
+
+
+@pytest.fixture
+def failing_plugins(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".nia" / "plugins").mkdir(parents=True)
+    for name, code in PLUGIN_FAILURES.items():
+        (root / ".nia" / "plugins" / f"{name}.py").write_text(code)
+    return root
+
+
+def test_debug_shows_the_traceback_of_a_plugins_import_and_of_a_raising_hook(failing_plugins: Path) -> None:
+    plain = nia(failing_plugins, "context", "show")
+    debug = nia(failing_plugins, "--debug", "context", "show")
+    assert plain.returncode == debug.returncode == 0, debug.stderr
+    assert "Traceback" not in plain.stderr
+    assert re.search(r'Traceback \(most recent call last\):\n(?:  .*\n)*  File ".*imports\.py", line 1', debug.stderr)
+    assert re.search(r'Traceback \(most recent call last\):\n(?:  .*\n)*  File ".*raises\.py", line 6', debug.stderr)
+    alias = "plugin 'aliased': implements _orig (.nia/plugins/aliased.py:4), which is not a nia hook"
+    assert alias in plain.stderr and "use @hookimpl(specname='nia_context_sources')" in plain.stderr
+
+
+def test_help_and_the_agent_hook_say_each_plugin_problem_once(failing_plugins: Path) -> None:
+    helped = nia(failing_plugins, "--help")
+    start = {"session_id": "s1", "cwd": str(failing_plugins), "hook_event_name": "SessionStart", "source": "startup"}
+    payload = json.dumps(start)
+    hooked = nia(failing_plugins, "hook", "claude-code", stdin=payload)
+    assert helped.returncode == hooked.returncode == 0, helped.stderr + hooked.stderr
+    for name in PLUGIN_FAILURES:  # --help loads the plugins and calls no hook: what loading finds
+        said = helped.stderr.count(f"Warning: plugin '{name}': ")
+        assert helped.stderr.count(f"plugin '{name}'") == said == (name != "raises"), helped.stderr
+        assert hooked.stderr.count(f"plugin '{name}'") == 1, hooked.stderr
+    assert "No module named 'not_a_module_anywhere'" in helped.stderr
+    assert helped.stderr.count("not_a_module_anywhere") == 1

@@ -48,7 +48,7 @@ CASES = {
     ),
     "unknown hook": (
         "from nia_core import hookimpl\n@hookimpl\ndef nia_context_source(location):\n    return []\n",
-        "implements nia_context_source, which is not a nia hook",
+        "zz_bad.py:2), which is not a nia hook",  # implements nia_context_source (FILE:LINE), ...
     ),
     "hook raises": (
         hook("raise RuntimeError('no token for the tracker')"),

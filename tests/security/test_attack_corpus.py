@@ -366,7 +366,8 @@ def test_no_hang_on_special_or_endless_files(tmp_path: Path) -> None:
             w.toml("[plugins.nia-git]\ntimeout = 1\n")  # its documented budget; a hang would still fail the case
         shown = w.nia("context", "show")
         clean(shown)
-        assert "Environment:" in shown.stdout or shown.returncode == 2, shown.stderr
+        assert shown.returncode == 0 and "Environment:" in shown.stdout, shown.stderr  # the rest still renders
+        assert "would be blocked" not in shown.stderr, shown.stderr  # a file never readable is left out, not awaited
         if name.startswith(("agents", "git-index")):
             hook = {"hook_event_name": "UserPromptSubmit", "session_id": "h", "cwd": str(w.root), "prompt": "x"}
             clean(w.nia("hook", "claude-code", stdin=json.dumps(hook).encode()))
