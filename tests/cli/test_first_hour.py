@@ -385,7 +385,7 @@ MISBEHAVING = {
     "raising": (
         "from nia_core import hookimpl\n\n@hookimpl\n"
         "def nia_context_sources(location):\n    raise RuntimeError('boom')\n",
-        "raised RuntimeError: boom",
+        "raised RuntimeError: boom (.nia/plugins/raising.py:5)",
     ),
     "loader": (
         "from nia_core import ContextSource, hookimpl\n\ndef load():\n    raise ValueError('loader broke')\n\n"
