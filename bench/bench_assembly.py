@@ -29,10 +29,10 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from nia_core import SystemContext, Unchanged, Updated, initialize, reconcile
+from nia_core.context import SystemContext, Unchanged, Updated, initialize, reconcile
 from nia_core.project import locate
 from nia_core.project import merge as merge_module
-from nia_core.project.binary import binary_content, binary_extension
+from nia_core.project.binary import binary_extension, looks_binary
 from nia_core.project.sections import project_context_sources
 from nia_core.project.workflow import Workflow, assemble_workflow
 
@@ -84,7 +84,7 @@ def naive(root: Path, stat_first: bool) -> list[str]:
             if stat_first and path.stat().st_size > LIMIT:
                 continue
             data = path.read_bytes()
-            if len(data) > LIMIT or binary_extension(name) or binary_content(data[:8192]):
+            if len(data) > LIMIT or binary_extension(name) or looks_binary(data):
                 continue
             rel = str(path.relative_to(root))
             kept.append(rel)

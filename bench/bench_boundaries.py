@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nia_core import UNAVAILABLE, ContextSource, SystemContext
+from nia_core import UNAVAILABLE, ContextSource
+from nia_core.context import SystemContext
 from nia_core.sessions import ModelRequest, Reply, Store, open_store, run_turn
 
 if __package__:  # imported as bench.bench_boundaries

@@ -43,8 +43,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nia_core import ContextSource, StatCache, SystemContextRegistry, initialize, reconcile
-from nia_core.context import Location, ReplacementBlocked, ReplacementReady, Snapshot, Unchanged, Updated
+from nia_core import ContextSource, StatCache
+from nia_core.context import (
+    Location,
+    ReplacementBlocked,
+    ReplacementReady,
+    Snapshot,
+    SystemContextRegistry,
+    Unchanged,
+    Updated,
+    initialize,
+    reconcile,
+)
 from nia_core.project import locate
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.openai_chat import OpenAIChatProvider

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nia_core import SystemContext, initialize, reconcile
+from nia_core.context import SystemContext, initialize, reconcile
 from nia_core.project import locate
 from nia_plugins.git import nia_context_sources
 from nia_plugins.git.repository import find_repository

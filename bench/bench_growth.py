@@ -60,8 +60,8 @@ from typing import NamedTuple, TypeVar
 
 from click.testing import CliRunner
 
-from nia_core import ContextSource, SystemContext
-from nia_core.context import initialize, reconcile
+from nia_core import ContextSource
+from nia_core.context import SystemContext, initialize, reconcile
 from nia_core.context.source import Constant
 from nia_core.runtime import Runtime
 from nia_core.sessions import open_store

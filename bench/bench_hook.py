@@ -11,19 +11,25 @@ pays. The table prints the machine's load average before and after.
    processes, ``--runs`` rounds in one run; each round runs every row once, so a busy spell
    on a shared machine hits every row alike and the ratios to ``import click`` hold:
 
-   - ``python -c 'import click'``: the floor of any Python command line (the goal is 2x this);
+   - ``python -c 'import click'``: the reference of any Python command line;
+   - ``python -c 'import socket, json'``: the floor of a Python client of a resident process;
    - ``shell hook``: ``sh -c 'echo fixed context'`` (what a hand-written hook costs);
-   - ``nia hook, built-ins, unchanged``: ``nia hook claude-code`` with Claude Code's stdin
-     JSON, on a session whose context did not change (it prints nothing);
-   - ``nia hook, one change``: the same with a file of the context edited before each run;
-   - ``nia hook, 20 installed plugins``: unchanged, with 20 entry-point plugins installed;
-   - ``..., attached session of 2,000 prompts``: unchanged, on an attached session whose every one of
-     ``--prompts`` earlier prompts admitted a change (so its history holds that many system messages),
-     built in one process through the hook's own code before the rounds; beside the first row, it
-     shows whether the hook's cost grows with the conversation;
-   - ``..., git repo``: the first row in a real git repository (the others hold an empty
-     ``.git`` folder), where the built-in nia-git runs git at every prompt: a fresh process
-     cannot know what changed in the working tree without asking.
+   - ``resident, ...``: ``nia hook claude-code`` answered by a resident process (started and
+     warmed before the rounds): unchanged in a real git repository with one local plugin,
+     unchanged with 20 installed plugins, one change, and a project whose plugin has a
+     source with a 1 s loader and ``refresh=60`` (each prompt uses the last load);
+   - ``in-process, ...`` (``NIA_RESIDENT=0``: what every hook pays when no resident can
+     answer): ``nia hook claude-code`` with Claude Code's stdin JSON, on a session whose
+     context did not change (it prints nothing); the same with a file of the context edited
+     before each run; unchanged with 20 entry-point plugins installed; unchanged in a real
+     git repository (the others hold an empty ``.git`` folder), where the built-in nia-git
+     runs git at every prompt; and unchanged on an attached session whose every one of
+     ``--prompts`` earlier prompts admitted a change (so its history holds that many system
+     messages), built in one process through the hook's own code before the rounds: beside
+     the first in-process row, it shows whether the hook's cost grows with the conversation.
+
+   Then each resident process's memory (resident set size) and the CPU time it used in
+   ``--idle`` seconds without a hook.
 
 2. Context bytes, per host of nia's host table, over a scripted session of ``--turns`` prompts
    with ``--changes`` context changes: what ``nia hook HOST`` printed (its start event where nia
@@ -54,6 +60,19 @@ if __package__:  # imported as bench.bench_hook
     from bench.bench_startup import make_venv
 else:  # python bench/bench_hook.py: this folder is sys.path[0]
     from bench_startup import make_venv
+
+SLOW_PLUGIN = """\
+import time
+from nia_core import ContextSource, hookimpl
+
+def who_is_on_call():
+    time.sleep(1)
+    return "Ada"
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="acme/oncall", load=who_is_on_call, baseline=lambda v: v + " is on call.", refresh=60)]
+"""
 
 PLUGIN = """\
 from nia_core import ContextSource, hookimpl
@@ -147,10 +166,34 @@ def installed_plugins(site: Path, count: int) -> None:
 
 
 def clean_env(work: Path) -> dict[str, str]:
-    """No NIA_* or PYTHON* settings of the caller (PYTHONPATH would bring the checkout back); bytecode is used."""
+    """No NIA_* or PYTHON* settings of the caller (PYTHONPATH would bring the checkout back); bytecode is used.
+
+    Hooks answer in-process (``NIA_RESIDENT=0``) unless a row switches resident processes on; their
+    sockets live in a folder of this run.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NIA_", "PYTHON"))}
     env.update(XDG_DATA_HOME=str(work / "data"), XDG_STATE_HOME=str(work / "state"), XDG_CACHE_HOME=str(work / "cache"))
+    run = work / "run"
+    run.mkdir(mode=0o700, exist_ok=True)
+    env.update(XDG_RUNTIME_DIR=str(run), NIA_RESIDENT="0")
     return env
+
+
+def residents(nia: str, env: dict[str, str]) -> list[dict]:
+    done = subprocess.run([nia, "hook", "residents", "--json"], capture_output=True, text=True, env=env, check=True)
+    return list(json.loads(done.stdout)["residents"])
+
+
+def start_resident(nia: str, env: dict[str, str], cwd: Path) -> None:
+    """A hook nia ignores starts the resident process of this environment and folder; wait until it answers."""
+    before = len([r for r in residents(nia, env) if r["ready"]])
+    ignored = json.dumps({"session_id": "warm-up", "cwd": str(cwd), "hook_event_name": "PreToolUse"})
+    subprocess.run([nia, "hook", "claude-code"], input=ignored, capture_output=True, text=True, env=env, cwd=cwd)
+    deadline = time.monotonic() + 120
+    while len([r for r in residents(nia, env) if r["ready"]]) <= before:
+        if time.monotonic() > deadline:
+            sys.exit(f"no resident process started in {cwd}")
+        time.sleep(0.1)
 
 
 GROW = """
@@ -172,7 +215,8 @@ for prompt in range(prompts):
 def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     """Every row once per round, ``runs`` rounds: a busy spell on the machine hits every row alike."""
     env = clean_env(work)
-    nia = [str(python.parent / "nia"), "hook", "claude-code"]
+    script = str(python.parent / "nia")
+    nia = [script, "hook", "claude-code"]
     plain = make_project(work, "plain")
     counter = iter(range(1, 10**6))
 
@@ -186,28 +230,66 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     # PYTHONPATH no longer evicts theirs (nor theirs its own) at every round.
     env20 = {**env, "PYTHONPATH": str(site)}
     many = make_project(work, "many")
+    slow = make_project(work, "slow")
+    (slow / ".nia" / "plugins" / "oncall.py").write_text(SLOW_PLUGIN)
+    resident = {**env, "NIA_RESIDENT": "1"}
+    resident20 = {**env20, "NIA_RESIDENT": "1"}
     ups, ups20 = payload(plain, "UserPromptSubmit", "s1"), payload(many, "UserPromptSubmit", "s2")
+    repository = make_repository(work, "repository")
     rows = [
         Row("python -c 'import click'", [str(python), "-c", "import click"], env, work),
+        Row("python -c 'import socket, json'", [str(python), "-c", "import socket, json"], env, work),
         Row("shell hook (echo a fixed string)", ["sh", "-c", "echo fixed context"], env, work),
-        Row("nia hook, built-ins, unchanged", nia, env, plain, ups),
-        Row("nia hook, one change", nia, env, plain, ups, before=change),
-        Row("nia hook, 20 installed plugins, unchanged", nia, env20, many, ups20),
     ]
+    starts = [(plain, env, "s1"), (many, env20, "s2"), (slow, env, "s5")]
+    if repository is not None:
+        starts.append((repository, env, "s3"))
+        rows.append(
+            Row(
+                "resident, unchanged, git repo + local plugin",
+                nia,
+                resident,
+                repository,
+                payload(repository, "UserPromptSubmit", "s4"),
+            )
+        )
+    rows += [
+        Row(
+            "resident, unchanged, 20 installed plugins", nia, resident20, many, payload(many, "UserPromptSubmit", "s6")
+        ),
+        Row("resident, one change", nia, resident, plain, payload(plain, "UserPromptSubmit", "s7"), before=change),
+        Row(
+            "resident, unchanged, 1 s loader, refresh=60",
+            nia,
+            resident,
+            slow,
+            payload(slow, "UserPromptSubmit", "s8"),
+        ),
+        Row("in-process, built-ins, unchanged", nia, env, plain, ups),
+        Row("in-process, one change", nia, env, plain, ups, before=change),
+        Row("in-process, 20 installed plugins, unchanged", nia, env20, many, ups20),
+    ]
+    if repository is not None:
+        rows.append(
+            Row("in-process, unchanged, git repo", nia, env, repository, payload(repository, "UserPromptSubmit", "s3"))
+        )
     if prompts:
         long = make_project(work, "long")
-        ups4 = payload(long, "UserPromptSubmit", "s4")
-        Row("start", nia, env, long, payload(long, "SessionStart", "s4", "startup")).run()
-        Row("grow", [str(python), "-c", GROW, str(long), str(prompts), ups4], env, long).run()
-        rows.append(Row(f"nia hook, unchanged, attached session of {prompts:,} prompts", nia, env, long, ups4))
-    repository = make_repository(work, "repository")
-    if repository is not None:
-        Row("start", nia, env, repository, payload(repository, "SessionStart", "s3", "startup")).run()
-        ups3 = payload(repository, "UserPromptSubmit", "s3")
-        rows.append(Row("nia hook, built-ins, unchanged, git repo", nia, env, repository, ups3))
-    Row("start", nia, env, plain, payload(plain, "SessionStart", "s1", "startup")).run()
-    Row("start", nia, env20, many, payload(many, "SessionStart", "s2", "startup")).run()
+        ups9 = payload(long, "UserPromptSubmit", "s9")
+        Row("start", nia, env, long, payload(long, "SessionStart", "s9", "startup")).run()
+        Row("grow", [str(python), "-c", GROW, str(long), str(prompts), ups9], env, long).run()
+        rows.append(Row(f"in-process, unchanged, session of {prompts:,} prompts", nia, env, long, ups9))
+    for project, environment, session in starts:
+        Row("start", nia, environment, project, payload(project, "SessionStart", session, "startup")).run()
     time.sleep(2.1)  # the entry-point cache trusts no folder modified within 2 s: let the fresh venv settle
+    for project, environment in {
+        (r.cwd, id(r.env)): (r.cwd, r.env) for r in rows if r.label.startswith("resident")
+    }.values():
+        start_resident(script, environment, project)
+    for row in rows:
+        if row.label.startswith("resident"):
+            session = json.loads(row.stdin)["session_id"]
+            Row("start", nia, row.env, row.cwd, payload(row.cwd, "SessionStart", session, "startup")).run()
     for row in rows:  # warm: caches written, the files in the page cache
         row.run()
         row.wall.clear()
@@ -216,6 +298,25 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
         for row in rows:
             row.run()
     return rows
+
+
+def resident_costs(python: Path, work: Path, idle: float) -> list[tuple[str, int | None, float]]:
+    """Each resident process: (its projects, its memory in bytes, CPU ms it used in ``idle`` seconds without a hook)."""
+    env = clean_env(work)
+    found = residents(str(python.parent / "nia"), env)
+    before = {r["pid"]: _cpu_ms(r["pid"]) for r in found}
+    time.sleep(idle)
+    costs = []
+    for r in found:
+        used = _cpu_ms(r["pid"]) - before[r["pid"]]
+        costs.append((", ".join(Path(p).name for p in r["projects"]) or r["cwd"], r["memory_bytes"], used))
+    subprocess.run([str(python.parent / "nia"), "hook", "stop"], capture_output=True, env=env)
+    return costs
+
+
+def _cpu_ms(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 HOSTS = """
@@ -307,14 +408,19 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=2000, help="earlier prompts of the long attached session")
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--changes", type=int, default=5)
+    parser.add_argument("--idle", type=float, default=30.0, help="seconds to watch the idle resident processes")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="nia-bench-hook-") as tmp:
         work = Path(tmp)
         print("building a venv with nia (not editable) ...", file=sys.stderr)
         python, _ = make_venv(work)
         load = os.getloadavg()
-        rows = latency(python, work, args.runs, args.prompts)
-        load_after = os.getloadavg()
+        try:
+            rows = latency(python, work, args.runs, args.prompts)
+            load_after = os.getloadavg()
+            costs = resident_costs(python, work, args.idle)
+        finally:
+            subprocess.run([str(python.parent / "nia"), "hook", "stop"], capture_output=True, env=clean_env(work))
         floor, cpu_floor = statistics.median(rows[0].wall), statistics.median(rows[0].cpu)
         print(
             f"{args.runs} rounds of fresh processes, rows interleaved; "
@@ -330,6 +436,11 @@ def main() -> None:
                 f"{row.label:<56} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
                 f" {cpu:>7.1f} {cpu / cpu_floor:>12.2f}"
             )
+        print()
+        print(f"{'resident process (projects)':<44} {'memory MiB':>10} {f'CPU ms in {args.idle:g} s idle':>22}")
+        for where, memory, used in costs:
+            shown = f"{memory / (1024 * 1024):.1f}" if memory is not None else "?"
+            print(f"{where:<44} {shown:>10} {used:>22.1f}")
         print()
         load = os.getloadavg()
         figures = context_bytes(python, work, args.turns, args.changes)

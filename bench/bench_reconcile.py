@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from nia_core import ContextSource, StatCache, SystemContext, Updated, initialize, reconcile
+from nia_core import ContextSource, StatCache
+from nia_core.context import SystemContext, Updated, initialize, reconcile
 
 FILE_SIZE = 2048
 

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nia_core import ContextSource, SystemContext, Updated, initialize, reconcile
-from nia_core.context import Snapshot
+from nia_core import ContextSource
+from nia_core.context import Snapshot, SystemContext, Updated, initialize, reconcile
 from nia_core.sessions import Message, ModelRequest, Reply, SQLiteStore, run_turn
 
 

@@ -13,6 +13,9 @@ all of them at once:
   slip another file in;
 - a file with more than one hard link is refused: nia cannot see where its
   other names are, so it may be a file from outside the project;
+- a file in a ``.git`` folder below the root is refused: git's own data (its
+  config can hold a token), never project content (reading git's data, the
+  built-in git plugin passes the ``.git`` folder itself as the root);
 - at most ``limit + 1`` bytes are read from the descriptor, so a file that
   grows while it is read, a 3 GB file or ``/dev/zero`` is never read whole;
 - size and binary limits are applied by the callers to the bytes read, never
@@ -51,6 +54,23 @@ def signature(info: os.stat_result) -> Signature:
 def inside(path: str, root: str) -> bool:
     """Whether the canonical ``path`` is ``root`` or lies below it."""
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def in_git_dir(real: str, root: str) -> bool:
+    """Whether the canonical ``real`` (inside ``root``) lies in a ``.git`` folder below ``root``, at any depth.
+
+    ``.git/config`` can hold a remote URL with a token or an ``extraheader``
+    with a bearer key, written by the user's git, not by the repository's
+    author: a context entry or a symlink naming it would send it to the model.
+    """
+    if ".git" not in real.lower():
+        return False
+    below = real[len(root.rstrip(os.sep)) + 1 :] if inside(real, root) else real
+    return any(part.lower() == ".git" for part in below.split(os.sep))
+
+
+GIT_FOLDER = "resolves into a .git folder (version-control data, which can hold credentials)"
+"""Why a project file inside ``.git`` is refused when read with a project root."""
 
 
 _SYSTEM_FOLDERS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/opt", "/srv", "/var")
@@ -181,8 +201,9 @@ def read_checked(
 
     ``root`` is the project root the file's real path must lie in (``None``
     only for files the user put outside any project, like the global
-    AGENTS.md). Raises :class:`Refused` for a file that escapes ``root`` or is
-    not a regular file, and ``OSError`` like :func:`open` otherwise.
+    AGENTS.md). Raises :class:`Refused` for a file that escapes ``root``, lies
+    in a ``.git`` folder below it (git's own data: ``.git/config`` can hold a
+    token) or is not a regular file, and ``OSError`` like :func:`open` otherwise.
 
     The usual path (a canonical path, on Linux) costs an ``open``, an
     ``fstat``, a ``readlink`` of ``/proc/self/fd/N`` and the reads: the
@@ -216,6 +237,8 @@ def read_checked(
                 real = name
         elif base is not None and real is not None and not _opened_is(fd, info, real, base):
             raise Refused("changed while it was opened (a symlink swapped in)", transient=True)
+        if base is not None and real is not None and in_git_dir(os.path.dirname(real), base):
+            raise Refused(GIT_FOLDER)  # (a linked worktree's own ".git" file, which only points, is read)
         data = read_fd(fd, limit)
     finally:
         os.close(fd)
@@ -232,6 +255,8 @@ def _open(given: str, base: str | None, edge: str = "the project") -> tuple[int,
     try:
         return os.open(given, _OPEN_FLAGS), None
     except OSError as exc:
+        if exc.errno in _NOT_A_FILE:
+            raise Refused("is not a regular file") from None
         if exc.errno != errno.ELOOP:
             raise
     real = os.path.realpath(given)  # the last component is a symlink
@@ -242,7 +267,15 @@ def _open(given: str, base: str | None, edge: str = "the project") -> tuple[int,
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # swapped again since it was resolved
             raise Refused("changed into a symlink while it was opened", transient=True) from None
+        if exc.errno in _NOT_A_FILE:
+            raise Refused("is not a regular file") from None
         raise
+
+
+_NOT_A_FILE = frozenset({errno.ENXIO, errno.ENODEV, errno.EOPNOTSUPP})
+"""What ``open`` says of a file that is no regular file and cannot even be opened (a socket, a device without
+its driver): refused like the special files that can be opened, so a reader leaves it out instead of
+retrying it forever."""
 
 
 class StatCache:

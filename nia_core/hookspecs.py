@@ -86,8 +86,8 @@ def nia_providers(location: Location, config: dict[str, Any]) -> list[Provider] 
     """Return the model providers this plugin adds (see ``docs/providers.md``).
 
     A provider serves every model named ``NAME/MODEL`` where ``NAME`` is its
-    ``name`` (lowercase letters, digits, ``-``; the built-in names ``echo``,
-    ``openai-chat`` and ``anthropic-messages`` are taken). It implements
+    ``name`` (lowercase letters, digits, ``-``; the built-in providers' names,
+    which ``nia models`` lists, are taken). It implements
     :class:`nia_core.Provider`: ``lower(request) -> dict``, pure
     and byte-deterministic, and ``send(request, stream=None) -> Reply``, which
     raises ``ProviderError`` on failure. ``config`` is this plugin's own table

@@ -7,6 +7,7 @@ lower them to a wire format. They live here, below ``sessions`` and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -111,6 +112,50 @@ class Reply:
 
 
 DEFAULT_MODEL = "echo/echo"
+
+# -- the built-in providers --------------------------------------------------------
+# One table: every place that needs a built-in provider by name (the lookup, the
+# configurable ``[providers.NAME]`` tables, aliases, the session's owed answers,
+# ``nia models``) reads it, so a new built-in is one row here plus its module.
+# Classes are named as ``module:Class``: reading the table imports no provider.
+
+
+@dataclass(frozen=True)
+class BuiltinProvider:
+    """One built-in provider, as nia knows it by name."""
+
+    name: str
+    """``NAME`` of ``NAME/MODEL``; taken, so no plugin's provider can use it."""
+    implementation: str
+    """``module:Class``, imported when a session first uses the provider."""
+    alias: str | None = None
+    """A short name people type (``openai/gpt-4o``); a session stores the full one."""
+    declares_tools: bool = True
+    """Whether nia's requests to it declare tools: when not, every tool call in its replies is undeclared."""
+
+    def load(self) -> type[Provider]:
+        module, _, attribute = self.implementation.partition(":")
+        cls: type[Provider] = getattr(importlib.import_module(module), attribute)
+        return cls
+
+
+BUILTIN_PROVIDERS = (
+    BuiltinProvider("echo", "nia_core.providers.echo:EchoProvider"),
+    BuiltinProvider(
+        "openai-chat", "nia_core.providers.openai_chat:OpenAIChatProvider", alias="openai", declares_tools=False
+    ),
+    BuiltinProvider(
+        "anthropic-messages",
+        "nia_core.providers.anthropic_messages:AnthropicMessagesProvider",
+        alias="anthropic",
+        declares_tools=False,
+    ),
+)
+"""Every built-in provider (``nia models`` lists them with the plugins' ones)."""
+
+TOOLLESS_PROVIDERS = frozenset(p.name for p in BUILTIN_PROVIDERS if not p.declares_tools)
+"""Built-in providers whose requests declare no tool (nia sends no ``tools``): every call in their replies
+is undeclared, whatever the stored record says."""
 
 StreamCallback = Callable[[str], None]
 

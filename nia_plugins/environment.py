@@ -5,9 +5,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from nia_core import ContextSource, Location, hookimpl
-from nia_core.context.source import Constant
-from nia_core.project.paths import escape_name
+from nia_core import Constant, ContextSource, Location, escape_name, hookimpl
 
 NIA_NAMESPACE = "nia"
 

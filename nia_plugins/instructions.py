@@ -19,35 +19,43 @@ others.
 
 from __future__ import annotations
 
-import logging
 import os
-import stat
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from nia_core import UNAVAILABLE, ContextSource, Location, StatCache, hookimpl
-from nia_core.files import Content, Refused, inside, outside_clause
-from nia_core.project.binary import SNIFF_BYTES, binary_content
-from nia_core.project.paths import escape_name, global_instructions, in_git_dir
-from nia_core.project.sections import warn_once
+from nia_core import (
+    UNAVAILABLE,
+    Content,
+    ContextSource,
+    Location,
+    Refused,
+    StatCache,
+    escape_name,
+    hookimpl,
+    looks_binary,
+    user_config_folder,
+    warn_once,
+)
 
 NIA_NAMESPACE = "nia"
 DEFAULT_MAX_BYTES = 32 * 1024
 FILENAME = "AGENTS.md"
 
-log = logging.getLogger("nia.plugins.instructions")
 _files = StatCache()
 
 
-def candidates(location: Location) -> list[tuple[str, str, str | None]]:
-    """``(label, real path, confining root)`` of each AGENTS.md in effect, in order, deduplicated by real path.
+def candidates(location: Location, budget: int) -> list[tuple[str, str | None]]:
+    """``(path, confining root)`` of each AGENTS.md in effect, in order, deduplicated by real path.
 
-    An AGENTS.md whose real path lies outside the project root is left out
-    with a warning (the global file has no confining root).
+    Each is read through the checked reader, confined to the project root (the
+    global file has no confining root): one the reader refuses (a link out of
+    the project, into ``.git``, a FIFO, a device) is left out with a warning,
+    never read. Reading here costs the loader nothing: the cache hands it the
+    very same content while the file is unchanged.
     """
     root = str(location.root)
-    paths: list[tuple[Path, str | None]] = [(global_instructions(), None)]
+    paths: list[tuple[Path, str | None]] = [(user_config_folder() / FILENAME, None)]
     folder = location.path
     while True:
         paths.append((folder / FILENAME, root))
@@ -60,22 +68,19 @@ def candidates(location: Location) -> list[tuple[str, str, str | None]]:
         if not os.path.lexists(path):
             continue
         real = os.path.realpath(path)
-        if confine is not None and not inside(real, os.path.realpath(confine)):
-            warn_once(f"nia/instructions: {escape_name(str(path))} {outside_clause(real)}: left out (not read)")
-            continue
-        if confine is not None and in_git_dir(real, os.path.realpath(confine)):
-            warn_once(f"nia/instructions: {escape_name(str(path))} resolves into a .git folder: left out (not read)")
-            continue
         try:
-            info = os.stat(real)
-        except OSError:
+            _files.read(str(path), root=confine, limit=budget, data=False)
+        except Refused as exc:
+            if not exc.transient:  # a file swapped while it was opened is the loader's to retry
+                warn_once(f"nia/instructions: {escape_name(str(path))} {exc.problem}: left out (not read)")
+                continue
+        except FileNotFoundError:
             continue  # a dangling symlink inside the project: nothing to read
-        if not stat.S_ISREG(info.st_mode):
-            warn_once(f"nia/instructions: {escape_name(str(path))} is not a regular file: left out (not read)")
-            continue
+        except OSError:
+            pass  # there but unreadable now: the loader says unavailable, so the model keeps what it had
         if real not in seen:
             seen.add(real)
-            found.append((str(path), real, confine))
+            found.append((str(path), confine))
     return found
 
 
@@ -110,49 +115,49 @@ def render_removal(_previous: list[dict[str, Any]]) -> str:
 
 def _item(label: str, content: Content, budget: int) -> dict[str, Any] | None:
     """One file's part of the value (``None`` for a binary file, left out)."""
-    if binary_content(content.data[:SNIFF_BYTES]):
-        log.warning("nia/instructions: %s is a binary file: left out", escape_name(label))
+    if looks_binary(content.data):
+        warn_once(f"nia/instructions: {escape_name(label)} is a binary file: left out")
         return None
     text, truncated = cut(content.data, budget)
     if truncated:
         shown = escape_name(label)
-        log.warning("nia/instructions: %s is %d bytes, cut to the %d-byte budget", shown, content.size, budget)
+        warn_once(f"nia/instructions: {shown} is {content.size} bytes, cut to the {budget}-byte budget")
         text += f"\n\n[... truncated by nia: {shown} is {content.size} bytes, over the {budget}-byte budget ...]"
     return {"path": label, "text": text, "truncated": truncated}
 
 
 @lru_cache(maxsize=64)
-def instructions_source(files: tuple[tuple[str, str, str | None], ...], budget: int) -> ContextSource:
+def instructions_source(files: tuple[tuple[str, str | None], ...], budget: int) -> ContextSource:
     """One source per set of files, so an unchanged set keeps its identity (and its caches)."""
     last: dict[str, Any] = {"contents": None, "items": None, "value": None}
 
     def load() -> Any:
         previous, items = last["contents"], last["items"]
         contents = []
-        for index, (label, real, root) in enumerate(files):
+        for index, (label, root) in enumerate(files):
             try:
-                content = _files.read(real, root=root, limit=budget, data=False)
+                content = _files.read(label, root=root, limit=budget, data=False)
                 if content.released and (previous is None or previous[index] is not content):
-                    content = _files.read(real, root=root, limit=budget)  # its bytes went, and are needed
+                    content = _files.read(label, root=root, limit=budget)  # its bytes went, and are needed
                 contents.append(content)
             except Refused as exc:
                 if exc.transient:
-                    log.warning("nia/instructions: %s %s: retried later", escape_name(label), exc.problem)
+                    warn_once(f"nia/instructions: {escape_name(label)} {exc.problem}: retried later")
                     return UNAVAILABLE
                 warn_once(f"nia/instructions: {escape_name(label)} {exc.problem}: left out")
                 contents.append(None)
             except OSError as exc:
-                log.warning("nia/instructions: cannot read %s: %s", escape_name(label), exc.strerror or exc)
+                warn_once(f"nia/instructions: cannot read {escape_name(label)}: {exc.strerror or exc}")
                 return UNAVAILABLE
         if previous is not None and all(a is b for a, b in zip(previous, contents, strict=True)):
             return last["value"]
         made: list[dict[str, Any] | None] = []
-        for index, ((label, real, root), content) in enumerate(zip(files, contents, strict=True)):
+        for index, ((label, root), content) in enumerate(zip(files, contents, strict=True)):
             if previous is not None and content is not None and previous[index] is content:
                 made.append(items[index])  # unchanged: its text as made last time
             elif content is not None:
                 made.append(_item(label, content, budget))
-                contents[index] = _files.done_with(real, content, root=root, limit=budget)
+                contents[index] = _files.done_with(label, content, root=root, limit=budget)
             else:
                 made.append(None)
         result = tuple(item for item in made if item is not None)
@@ -173,5 +178,5 @@ def nia_context_sources(location: Location, config: dict[str, Any]) -> list[Cont
     budget = config.get("max_bytes", DEFAULT_MAX_BYTES)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"[plugins.nia-instructions] max_bytes must be a positive number of bytes, not {budget!r}")
-    files = tuple(candidates(location))
+    files = tuple(candidates(location, budget))
     return [instructions_source(files, budget)] if files else []

@@ -10,8 +10,7 @@ their own format and place.
 
 from __future__ import annotations
 
-from nia_core import ContextSource, Location, hookimpl
-from nia_core.project.sections import project_context_sources
+from nia_core import ContextSource, Location, hookimpl, project_context_sources
 
 NIA_NAMESPACE = "nia"
 

@@ -134,3 +134,68 @@ def test_the_checker_sees_a_cycle_and_a_cli_import():
     assert graph["nia_core.cli"], "the CLI imports the layers below it"
     graph["nia_core.context"]["nia_core.sessions"].add("nia_core.context.example")
     assert _cycles(graph) == [["nia_core.context", "nia_core.sessions"]]
+
+
+PLUGIN_MODULES = {"nia_core", "nia_core.hookspecs", "nia_core.testing", "nia_core.http"}
+"""What a plugin may import from nia: ``nia_core``'s exported names, the hook declarations, the test kit,
+the one HTTP client (provisional)."""
+PLUGIN_FOLDERS = ("nia_plugins", "packs")
+"""The built-in plugins, and plugin packs kept in this repository: written as any third party's would be."""
+
+
+def _non_public(source: str, exported: set[str]) -> list[str]:
+    """Each use of a ``nia_core`` name a third-party plugin could not use, in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            module = node.module
+            if module == "nia_core":
+                found += [f"from nia_core import {a.name}" for a in node.names if a.name not in exported]
+            elif module.startswith("nia_core.") and module not in PLUGIN_MODULES:
+                found.append(f"from {module} import ...")
+        elif isinstance(node, ast.Import):
+            found += [
+                f"import {a.name}"
+                for a in node.names
+                if a.name.startswith("nia_core.") and a.name not in PLUGIN_MODULES
+            ]
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "nia_core"
+            and node.attr not in exported
+            and f"nia_core.{node.attr}" not in PLUGIN_MODULES
+        ):
+            found.append(f"nia_core.{node.attr}")
+    return found
+
+
+def test_built_ins_and_packs_use_only_nia_cores_public_names():
+    """README: the built-in plugins use only the public API, so a third party can write each of them."""
+    import nia_core
+
+    exported = set(nia_core.__all__)
+    offenders = [
+        f"{path.relative_to(ROOT)}: {use}"
+        for folder in PLUGIN_FOLDERS
+        if (ROOT / folder).is_dir()
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for use in _non_public(path.read_text(encoding="utf-8"), exported)
+    ]
+    assert offenders == []
+    assert (ROOT / "nia_plugins" / "instructions.py").is_file()  # the check read real plugins
+
+
+def test_the_public_name_check_sees_each_kind_of_non_public_use():
+    exported = {"ContextSource", "hookimpl"}
+    source = (
+        "import nia_core\nimport nia_core.files\nfrom nia_core import ContextSource, Snapshot\n"
+        "from nia_core.project.paths import escape_name\nfrom nia_core.hookspecs import nia_summarize\n"
+        "x = nia_core.markers\ny = nia_core.hookimpl\n"
+    )
+    assert _non_public(source, exported) == [
+        "import nia_core.files",
+        "from nia_core import Snapshot",
+        "from nia_core.project.paths import ...",
+        "nia_core.markers",
+    ]

@@ -21,13 +21,14 @@ PUBLIC = {
     "nia_core.testing",
     "nia_core.runtime",
     "nia_core.hookspecs",
+    "nia_core.context",  # the engine, for tests and tools
     # provisional, documented as such in docs/plugins.md
     "nia_core.http",  # the one HTTP client, for plugins that call a web service
     "nia_core.providers.remote",
     "nia_core.plugin_host.reload",
     "nia_core.plugin_host.watch",
 }
-INTERNAL_PACKAGES = ["context", "project", "plugin_host", "sessions", "providers", "cli", "agents", "mcp"]
+INTERNAL_PACKAGES = ["project", "plugin_host", "sessions", "providers", "cli", "agents", "mcp"]
 
 
 def loaded_by(statement: str) -> list[str]:
@@ -86,7 +87,6 @@ def test_a_provider_needs_nothing_but_nia_core():
     assert isinstance(Shout(), nia_core.Provider)
     assert Shout().send(request).text == "HI"
     assert nia_core.split_model("shout/x") == ("shout", "x")
-    assert "project_context_sources" not in nia_core.__all__
 
 
 def test_every_doc_example_imports_only_public_modules():
@@ -127,3 +127,24 @@ def test_no_exported_name_is_also_a_module_of_its_package():
     modules = {m.name for m in pkgutil.iter_modules(nia_core.__path__)}
     clashes += [f"nia_core.{name}" for name in nia_core.__all__ if name in modules]
     assert clashes == []
+
+
+def test_the_engine_is_nia_core_context_and_its_old_top_level_names_warn():
+    import nia_core.context
+
+    for name in ("initialize", "reconcile", "replace", "SystemContextRegistry", "Snapshot"):
+        assert name not in nia_core.__all__ and name in nia_core.context.__all__
+        with pytest.warns(DeprecationWarning, match=f"nia_core.{name} is the engine.s: import it from nia_core.con"):
+            assert getattr(nia_core, name) is getattr(nia_core.context, name)
+
+
+@pytest.mark.parametrize("package", ["nia_core", "nia_core.runtime", "nia_core.sessions", "nia_core.project"])
+def test_each_public_name_is_written_once_in_its_packages_type_checking_block(package):
+    """``nia_core.lazy`` reads the names from there: no second table to keep in step."""
+    from nia_core.lazy import exported
+
+    module = importlib.import_module(package)
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    assert sorted(exported(package)) == module.__all__
+    for name in module.__all__:
+        assert source.count(f" as {name}\n") == 1, name

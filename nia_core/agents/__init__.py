@@ -16,8 +16,14 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from nia_core.agents.contract import HookInput, HostAdapter, HostInputError
+from nia_core.lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use: the hook's thin client reads ADAPTERS and nothing else
+    from nia_core.agents.contract import HookInput as HookInput
+    from nia_core.agents.contract import HostAdapter as HostAdapter
+    from nia_core.agents.contract import HostInputError as HostInputError
 
 ADAPTERS: dict[str, str] = {
     "claude-code": "nia_core.agents.claude_code",
@@ -42,4 +48,5 @@ def adapter(name: str) -> HostAdapter:
     return found
 
 
-__all__ = ["ADAPTERS", "HookInput", "HostAdapter", "HostInputError", "adapter"]
+_exported, __getattr__, __dir__ = lazy_exports(__name__)
+__all__ = ["ADAPTERS", "adapter", *_exported]  # the one package whose own names are exported too

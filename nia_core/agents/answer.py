@@ -14,14 +14,14 @@ hook that would outlive :data:`DEADLINE` seconds.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from nia_core import stdio
 from nia_core.agents import hook_log
 from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
@@ -357,29 +357,16 @@ def emit(result: HookRun) -> None:
     hook_log.append(entry.stamp())
 
 
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """While plugins run, anything written to stdout (fd 1 too) goes to stderr: only nia's answer reaches the host."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    previous = sys.stdout
-    try:
-        os.dup2(2, 1)
-        sys.stdout = sys.stderr
-        yield
-    finally:
-        sys.stdout.flush()
-        sys.stdout = previous
-        os.dup2(saved, 1)
-        os.close(saved)
+def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -> threading.Timer:
+    """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent.
 
-
-def watchdog(host: str, seconds: float) -> threading.Timer:
-    """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent."""
+    ``deadline_seconds``: the hook's whole deadline, when ``seconds`` is what is left of it.
+    """
+    said = seconds if deadline_seconds is None else deadline_seconds
 
     def expire() -> None:
         try:
-            sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
+            sys.stderr.write(f"nia: the {host} hook gave up after {said:g}s; nothing was added this time\n")
             hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
         finally:
             end(0)
@@ -390,26 +377,38 @@ def watchdog(host: str, seconds: float) -> threading.Timer:
     return timer
 
 
-def answer(host: str, runtime: Runtime) -> None:
-    """One hook process: stdin to stdout (nothing else on it), under the watchdog; always returns."""
+def answer(
+    host: str, runtime: Runtime, *, data: bytes | None = None, fallback: str = "", seconds: float | None = None
+) -> None:
+    """One hook in this process: stdin (or ``data``) to stdout (nothing else on it), under the watchdog; always returns.
+
+    ``fallback`` says why a resident process did not answer it (``nia hook
+    log``); ``seconds`` is what is left of the hook's deadline.
+    """
     from nia_core.agents import adapter
 
-    timer = watchdog(host, deadline())
-    try:
-        data = sys.stdin.buffer.read()
-    except OSError:
-        data = b""
+    timer = watchdog(host, deadline() if seconds is None else seconds, deadline())
+    if data is None:
+        try:
+            data = sys.stdin.buffer.read()
+        except OSError:
+            data = b""
     chosen = adapter(host)
-    _record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
-    with hook_log.conversation_lock(_session_of(chosen, data)):
-        with stdout_to_stderr():
-            result = run(chosen, data, runtime, chosen.caller())
+    record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
+    stdio.redirect_fd()  # as every nia command: only nia's answer reaches the host, whatever a plugin prints
+    with hook_log.conversation_lock(session_of(chosen, data)), stdio.protect():
+        result = run(chosen, data, runtime, chosen.caller(os.getppid()))
+        result.entry.answered_by = "in-process"
+        result.entry.fallback = fallback
         emit(result)
     timer.cancel()
 
 
-def _session_of(adapter: HostAdapter, data: bytes) -> str:
-    """The attached session a hook input is for (its lock's name); ``{host}-unattached`` when it names none."""
+def session_of(adapter: HostAdapter, data: bytes) -> str:
+    """The attached session a hook input is for (its lock's name); ``{host}-unattached`` when it names none.
+
+    The resident process takes the same lock: hooks of one conversation run one at a time wherever answered.
+    """
     from nia_core.runtime.attached import attached_id
 
     try:
@@ -418,41 +417,44 @@ def _session_of(adapter: HostAdapter, data: bytes) -> str:
         return f"{adapter.name}-unattached"
 
 
-def main(host: str) -> NoReturn:
-    """``nia hook HOST`` without click: the agent waits for this at every prompt, so it loads only what it uses.
+def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
+    """``nia hook HOST`` answered in its own process (no resident process could): a runtime of its own.
 
-    The process ends through :func:`nia_core.process.exit_command`, as every nia command does: a plugin's
-    thread or ``atexit`` handler never keeps the agent waiting.
+    The caller ends the process through :func:`nia_core.process.exit_command`, as every nia command
+    does: a plugin's thread or ``atexit`` handler never keeps the agent waiting.
     """
-    from nia_core.process import begin, exit_command
+    from nia_core.process import begin
     from nia_core.runtime import Runtime
 
     guard_exit()
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
-    _log_to_stderr()
-    answer(host, Runtime())
-    exit_command(0)
+    log_to_stderr()
+    answer(host, Runtime(), data=data, fallback=fallback, seconds=seconds)
 
 
 _SAID: set[str] = set()
 """Warnings already logged (and so printed, by whichever handler prints them): :func:`emit` does not repeat them."""
 
 
-def _record_logged() -> None:
-    """Note each warning logged under ``nia`` (the handler is added once per process)."""
+def record_logged() -> None:
+    """From now on, note each warning logged under ``nia`` (the handler is added once per process).
+
+    Called as each hook starts: a resident process answers many, and each hook's report says its own warnings.
+    """
     import logging
 
     class Said(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             _SAID.add(record.getMessage())
 
+    _SAID.clear()
     logger = logging.getLogger("nia")
     if not any(type(h).__name__ == "Said" for h in logger.handlers):
         logger.addHandler(Said(logging.WARNING))
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     """Records of ``nia.*`` go to stderr as ``nia: message`` (debug ones too under ``NIA_DEBUG=1``)."""
     import logging
 

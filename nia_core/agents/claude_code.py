@@ -89,9 +89,10 @@ def fork_parent(hook: HookInput) -> str | None:
     return hook.caller.get("fork_of") or None
 
 
-def caller() -> dict[str, str]:
-    """What the ``claude`` process this hook runs under says about itself: the session it forks, if any."""
-    fork_of = _forked_by_command_line()
+def caller(parent: int) -> dict[str, str]:
+    """What the ``claude`` process the hook runs under (the hook's ``parent``, or above it) says about itself:
+    the session it forks, if any."""
+    fork_of = _forked_by_command_line(parent)
     return {"fork_of": fork_of} if fork_of else {}
 
 
@@ -100,13 +101,12 @@ def _request_session(line: Mapping[str, Any]) -> list[str]:
     return [value] if line.get("type") == "assistant" and isinstance(value, str) and value else []
 
 
-def _forked_by_command_line(levels: int = 3) -> str | None:
+def _forked_by_command_line(pid: int, levels: int = 3) -> str | None:
     """The ``--resume`` id of the ``claude --fork-session`` process this hook runs under (Linux), else ``None``.
 
     Claude Code runs a hook command through ``/bin/sh -c``: the first process
-    up the chain that is not a shell is the agent, and the walk stops there.
+    up the chain that is not a shell is the agent, and the walk stops there. ``pid``: the hook process's parent.
     """
-    pid = os.getppid()
     for _ in range(levels):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:

@@ -184,9 +184,10 @@ class HostAdapter:
     transcript is written then): until it does, nia says nothing to the fork rather than a second baseline."""
     ancestors: Callable[[str], tuple[str, ...]] = lambda path: ()
     """The transcripts a fork's transcript continues without copying them (oldest first)."""
-    caller: Callable[[], Mapping[str, str]] = lambda: {}
+    caller: Callable[[int], Mapping[str, str]] = lambda parent: {}
     """Facts about the host process a hook runs under that its input leaves out (the session a fork copies,
-    from the host's command line). Called in the hook's own process and passed on with the input
+    from the host's command line), read from the hook process's parent (its pid is the argument: the hook's
+    own parent also when a resident process answers for it) and passed on with the input
     (:attr:`HookInput.caller`), so the answer stays a function of its input wherever it is computed."""
     input_keys: InputKeys = field(default_factory=InputKeys)
     output: str = "hookSpecificOutput"

@@ -53,6 +53,10 @@ class Entry:
     cwd: str = ""
     turn: str = ""
     """Which prompt the hook answered (a digest, :attr:`HostAdapter.turn`): two hooks of one prompt share it."""
+    answered_by: str = ""
+    """``resident`` (a resident context process) or ``in-process`` (this hook's own process)."""
+    fallback: str = ""
+    """Why a resident process did not answer, when one was asked (or ``NIA_RESIDENT=0``)."""
 
     def stamp(self) -> Entry:
         self.time = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -2,8 +2,9 @@
 
 ``main`` is the ``nia`` console script. ``nia hook HOST`` for a host of
 :data:`nia_core.agents.ADAPTERS` (exactly that, as the installed hooks run
-it) skips click: an agent waits for it at every prompt, so it loads only the
-hook's own path.
+it) skips click: an agent waits for it at every prompt, so it is the thin
+client of a resident process (:mod:`nia_core.resident.client`), and loads the
+hook's own path only when it answers in-process.
 
 Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
 """
@@ -21,9 +22,9 @@ def main() -> None:
         from nia_core.agents import ADAPTERS
 
         if argv[1] in ADAPTERS:
-            from nia_core.agents.answer import main as hook_main
+            from nia_core.resident.client import main as hook_main
 
-            hook_main(argv[1])
+            sys.exit(hook_main(argv[1]))
     from nia_core.cli.commands import main as click_main
 
     click_main()

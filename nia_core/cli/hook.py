@@ -1,8 +1,9 @@
 """``nia hook``: nia's context inside agents that own their conversation (Claude Code, Codex).
 
 ``nia hook HOST`` (one per host of :data:`nia_core.agents.ADAPTERS`) is what the host's hooks run;
-``install``/``uninstall``/``status`` manage those hook entries; ``log`` shows
-what each hook told its agent. See docs/hosts.md.
+``install``/``uninstall``/``status`` manage those hook entries (``status`` also
+lists the resident processes answering hooks, ``stop`` ends them); ``log`` shows
+what each hook told its agent, and which process answered it. See docs/hosts.md.
 """
 
 from __future__ import annotations
@@ -58,9 +59,21 @@ def _hook_command(name: str) -> click.Command:
     @click.command(name)
     @click.pass_context
     def run_hook(ctx: click.Context) -> None:
-        from nia_core.agents import answer
+        import os
 
-        answer.answer(name, App.of(ctx).runtime)
+        from nia_core.agents import answer
+        from nia_core.resident import client
+
+        app = App.of(ctx)
+
+        def in_process(data: bytes, why: str, seconds: float) -> None:
+            answer.answer(name, app.runtime, data=data, fallback=why, seconds=seconds)
+
+        if app.debug and os.environ.get("NIA_DEBUG") != "1":  # --debug: tracebacks and logging here
+            answer.answer(name, app.runtime, fallback="--debug")
+            return
+        options = {"plugins_dirs": list(app.plugins_dirs), "flags": list(app.flags), "strict": app.strict}
+        client.hook(name, in_process, options if any(options.values()) else None)
 
     run_hook.help = (
         f"The command {name}'s hooks run: reads the hook JSON on stdin, prints the context update (or nothing). "
@@ -179,7 +192,8 @@ def uninstall_command(
 @click.option("--json", "as_json", is_flag=True, help="As JSON.")
 @click.pass_context
 def status_command(ctx: click.Context, as_json: bool) -> None:
-    """Where nia's hooks are installed, per host and scope (and the host's switch and trust, where it has them)."""
+    """Where nia's hooks are installed, per host and scope (and the host's switch and trust, where it has them),
+    and the resident processes answering them."""
     from nia_core.agents.hook_install import scopes, status
 
     root = _root(App.of(ctx))
@@ -205,6 +219,60 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
                 yes, no = adapter(s.host).trust_said
                 said.append((yes if set(s.events) <= set(s.trusted) else no).format(name=s.host))
             click.echo(f"{'':<21} {'; '.join(said)}")
+    _residents_text()
+
+
+def _residents_text() -> None:
+    from nia_core.resident.client import enabled
+    from nia_core.resident.residents import running
+
+    found, problem = running()
+    switch = "" if enabled() else " (NIA_RESIDENT=0: hooks answer in-process)"
+    if problem:
+        click.echo(f"resident processes: none usable: {problem}{switch}")
+        return
+    if not found:
+        click.echo(f"resident processes: none{switch}")
+        return
+    click.echo(f"resident processes:{switch}")
+    for r in found:
+        memory = f"{r.memory / (1024 * 1024):.1f} MiB" if r.memory is not None else "?"
+        where = ", ".join(r.projects) or r.cwd
+        state = "" if r.ready else "  (starting)"
+        click.echo(f"  pid {r.pid:<8} up {_duration(r.age):<9} {memory:>10}  {where}{state}")
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+@hook.command("residents")
+@click.option("--json", "as_json", is_flag=True, help="As JSON.")
+def residents_command(as_json: bool) -> None:
+    """The resident processes answering hooks: project, pid, age, memory."""
+    from nia_core.resident.residents import running
+
+    found, problem = running()
+    if as_json:
+        click.echo(json.dumps({"residents": [r.as_json() for r in found], "problem": problem or None}, indent=2))
+        return
+    _residents_text()
+
+
+@hook.command("stop")
+def stop_command() -> None:
+    """End every resident process of yours (the next hook starts a new one, unless NIA_RESIDENT=0)."""
+    from nia_core.resident.residents import running, stop
+
+    found, _problem = running()
+    if not found:
+        click.echo("no resident processes")
+        return
+    for r in found:
+        ended = stop(r)
+        click.echo(f"pid {r.pid}: {'ended' if ended else 'still running (it was sent SIGTERM)'}")
 
 
 @hook.command("log")
@@ -233,10 +301,13 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
         event = item.get("event", "") + (f":{item['source']}" if item.get("source") else "")
         epoch = f"epoch {item['epoch']}" if item.get("epoch") is not None else "no epoch"
         changed = " ".join(item.get("changed") or [])
+        answered = item.get("answered_by") or ""
         click.echo(
             f"{item.get('time', '')[:23]}  {event:<22} {item.get('outcome', ''):<16} {epoch:<9} "
-            f"{item.get('printed', 0):>6} B  {changed}"
+            f"{item.get('printed', 0):>6} B  {answered:<10} {changed}".rstrip()
         )
+        if answered == "in-process" and item.get("fallback") and item["fallback"] != "NIA_RESIDENT=0":
+            click.echo(f"{'':<25}in-process: {item['fallback']}")
         if item.get("full_text"):
             click.echo(f"{'':<25}full text: {item['full_text']}")
         for warning in item.get("warnings") or []:

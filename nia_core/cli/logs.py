@@ -15,10 +15,9 @@ class WarningFormatter(logging.Formatter):
 def configure_logging(debug: bool, verbose: bool = False) -> None:
     logger = logging.getLogger("nia")
     for handler in list(logger.handlers):
-        if getattr(handler, "_nia", False):
+        if isinstance(handler, _StderrHandler):
             logger.removeHandler(handler)
     handler = _StderrHandler()
-    handler._nia = True  # type: ignore[attr-defined]
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)

@@ -1,6 +1,10 @@
-"""The engine: context sources, system context, snapshots, the registry. Pure: no files, clocks or databases.
+"""The engine: context sources, system context, snapshots, the registry; ``initialize``, ``reconcile``, ``replace``.
 
-Internal: not part of nia's public API; it may change in any release (docs/plugins.md, "What is public").
+Public, for tests and tools that drive the engine themselves (docs/concepts.md);
+plugin authors need only what :mod:`nia_core` exports. The engine keeps no
+state on disk and knows no project, store or provider: it observes sources
+(on worker threads, under their timeouts), compares values with a snapshot
+and renders text. Its modules are internal; import from here.
 """
 
 from nia_core.context.codec import JSON, Codec, DataclassCodec, JsonCodec, canonical_json
@@ -32,6 +36,7 @@ from nia_core.context.system import (
     reconcile,
     replace,
 )
+from nia_core.errors import InitializationBlocked, RenderError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -48,12 +53,14 @@ __all__ = [
     "CorruptSnapshot",
     "DataclassCodec",
     "Generation",
+    "InitializationBlocked",
     "JsonCodec",
     "Location",
     "LocationContext",
     "Observation",
     "Problem",
     "Reconciliation",
+    "RenderError",
     "Replacement",
     "ReplacementBlocked",
     "ReplacementReady",

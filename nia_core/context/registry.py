@@ -11,6 +11,7 @@ contribution order, so the rendered context is deterministic.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import types
@@ -21,6 +22,7 @@ from typing import Any, Literal, NoReturn
 from nia_core.context.concurrent import call_all
 from nia_core.context.keys import RESERVED_NAMESPACE, namespace_of
 from nia_core.context.location import Location
+from nia_core.context.refresh import Refreshers
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
@@ -208,6 +210,8 @@ class LocationContext:
         self._contributions: dict[str, Contribution] = {}
         self._listeners: list[Listener] = []
         self._local = Scope(registry, f"location {location.path}")
+        self._refreshers = Refreshers()
+        """The last observations of the sources with ``refresh`` set, kept for as long as this view is open."""
 
     def register(self, key: str, producer: Producer, **options: Any) -> Contribution:
         """A contribution visible in this Location only."""
@@ -267,6 +271,7 @@ class LocationContext:
                 log.warning("a change listener of %s (%s): %s", self.location.path, _named(listener), exc)
 
     def close(self) -> None:
+        self._refreshers.close()
         self.registry._closed(self)
 
     def assemble(self, *, strict: bool = False) -> Assembly:
@@ -314,12 +319,31 @@ class LocationContext:
                 log.debug("%s: traceback", problem, exc_info=problem.error)
         if strict and problems:
             _raise_strict(problems[0])
+        if any(source.refresh is not None for source in sources):
+            sources = self._refreshed(sources, owners)
+        else:
+            self._refreshers.keep(())
         return Assembly(
             SystemContext(sources),
             tuple(problems),
             {key: c.contributor for key, c in owners.items()},
             {key: c.owner for key, c in owners.items() if c.owner is not None},
         )
+
+    def _refreshed(self, sources: list[ContextSource], owners: dict[str, Contribution]) -> list[ContextSource]:
+        """Each source with ``refresh`` set, its loader replaced by this view's :class:`Refreshed` for it."""
+        live = []
+        out = []
+        for source in sources:
+            if source.refresh is None:
+                out.append(source)
+                continue
+            ident = (owners[source.key], source.key)
+            live.append(ident)
+            loader = self._refreshers.loader(*ident, source.load, source.asynchronous, source.refresh)
+            out.append(dataclasses.replace(source, load=loader))
+        self._refreshers.keep(live)
+        return out
 
 
 class LocalScope(Scope):

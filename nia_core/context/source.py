@@ -10,6 +10,7 @@ from typing import Any, Final
 from nia_core.context.codec import JSON, Codec
 from nia_core.context.concurrent import is_async
 from nia_core.context.keys import validate_key
+from nia_core.context.refresh import Refreshed
 from nia_core.files import CachedFile
 
 
@@ -65,6 +66,12 @@ class ContextSource:
     current)`` for a mid-conversation message (it defaults to re-rendering the
     baseline), and ``removal(previous)``, when given, tells the model the source
     is gone. Renderers must be pure and return non-empty text.
+
+    ``refresh`` (seconds, opt-in) lets a slow loader run on its own schedule:
+    a boundary uses the last completed observation while it is younger than
+    ``refresh`` (counted from when its load began) and nia loads the next one
+    in the background; without one it loads and waits as usual (see
+    docs/plugins.md, "Slow sources").
     """
 
     key: str
@@ -75,17 +82,24 @@ class ContextSource:
     codec: Codec[Any] = field(default=JSON)
     timeout: float | None = None
     description: str = ""
+    refresh: float | None = None
 
     def __post_init__(self) -> None:
         validate_key(self.key)
+        refresh = self.refresh
+        seconds = isinstance(refresh, int | float) and not isinstance(refresh, bool)
+        if refresh is not None and not (seconds and refresh > 0):
+            raise ValueError(
+                f"context source {self.key!r}: refresh must be a number of seconds above 0, not {refresh!r}"
+            )
         # Decided once: observing 1,000 sources must not inspect 1,000 loaders each time.
         object.__setattr__(self, "asynchronous", is_async(self.load))
         object.__setattr__(self, "_encoded", None)
         object.__setattr__(self, "_bound", None)
-        # Known to be fast: nia's own stat-cached file loader and a Constant (exactly those classes, never a
-        # subclass, whose peek could be anything). Their hits run inline; everything else goes to a worker.
+        # Known to be fast: nia's own stat-cached file loader, a Constant and a refreshed source's last load (exactly
+        # those classes, never a subclass, whose peek could be anything). Their hits run inline; the rest on a worker.
         load = self.load
-        fast = type(load) is CachedFile or type(load) is Constant
+        fast = type(load) is CachedFile or type(load) is Constant or type(load) is Refreshed
         object.__setattr__(self, "peek", load.peek if fast else None)  # type: ignore[union-attr]
         for name in ("load", "baseline"):
             if not callable(getattr(self, name)):
@@ -98,7 +112,8 @@ class ContextSource:
     asynchronous: bool = field(default=False, init=False, repr=False)
     """Whether ``load`` is a coroutine function (set from ``load``)."""
     peek: Callable[[], Any] | None = field(default=None, init=False, repr=False)
-    """``load.peek`` when ``load`` is a :class:`~nia_core.files.CachedFile` or a :class:`Constant`, else ``None``."""
+    """``load.peek`` when ``load`` is a :class:`~nia_core.files.CachedFile`, a :class:`Constant` or nia's stand-in for
+    a refreshed source's loader, else ``None``."""
 
     @property
     def removable(self) -> bool:

@@ -22,12 +22,4 @@ if TYPE_CHECKING:
     from nia_core.plugin_host.manager import PluginHost as PluginHost
     from nia_core.plugin_host.plugin import PluginInfo as PluginInfo
 
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "nia_core.plugin_host.discovery": ("Selection",),
-        "nia_core.plugin_host.manager": ("PluginError", "PluginHost"),
-        "nia_core.plugin_host.load": ("config_disabled", "load_host", "local_folders"),
-        "nia_core.plugin_host.plugin": ("PluginInfo",),
-    },
-)
+__all__, __getattr__, __dir__ = lazy_exports(__name__)

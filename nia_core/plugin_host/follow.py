@@ -20,6 +20,7 @@ from pathlib import Path
 from nia_core.files import Signature, files_read, signature
 from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import Batch, ChangeWatcher, ignored
+from nia_core.project.paths import user_config_folder
 
 POLL_SECONDS = 0.5
 """Longest wait for a batch before checking the stop request and the re-observation clock."""
@@ -169,9 +170,3 @@ def project_files(session: DevSession, also: Sequence[Path] = ()) -> Callable[[P
         return False
 
     return relevant
-
-
-def user_config_folder() -> Path:
-    """``$XDG_CONFIG_HOME/nia`` (default ``~/.config/nia``): the user-global files sources read (AGENTS.md)."""
-    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(home) / "nia"

@@ -7,17 +7,17 @@ registry scope, drop their modules and only theirs, import again, register
 into a fresh scope), reconciles against the current snapshot, and advances it,
 exactly as the next safe boundary of a real session would.
 
-What gets reloaded together is a *unit*: one local plugin (a file or package
-in ``.nia/plugins`` or a ``--plugins-dir``), or one top-level package of an
-editable-installed distribution (with every plugin its entry points name).
-Whether a unit changed is decided by hashing its files' bytes, not by their
-timestamps: two saves of the same size within one second are both seen, and a
-burst of events that leaves a unit as it was costs nothing.
+What gets reloaded together is a *unit* (:mod:`~nia_core.plugin_host.units`,
+which also swaps a unit's code); whether a unit changed is decided by hashing
+its files' bytes, not by their timestamps: two saves of the same size within
+one second are both seen, and a burst of events that leaves a unit as it was
+costs nothing.
 
 A reload that fails (syntax or import error, a hook pluggy rejects, a hook that
 raises, returns nonsense or repeats another plugin's key, a renderer that
-fails) is reported with file and line, and the previous working version is put
-back, so its sources stay admitted. The next good save recovers.
+fails) is reported with file and line (:mod:`~nia_core.plugin_host.reload_errors`),
+and the previous working version is put back, so its sources stay admitted.
+The next good save recovers.
 """
 
 from __future__ import annotations
@@ -25,15 +25,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
-import re
 import threading
 import time
-import traceback
-import types
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import importlib_metadata
 
@@ -56,47 +53,23 @@ from nia_core.context.source import LOADER_TIMEOUT
 from nia_core.errors import NiaError, RenderError
 from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
 from nia_core.plugin_host.fingerprint import DigestCache
-from nia_core.plugin_host.importing import ImportDeadline, PluginRaised, describe, import_plugin
+from nia_core.plugin_host.importing import PluginRaised
 from nia_core.plugin_host.load import config_disabled, load_host, local_folders
 from nia_core.plugin_host.localimport import (
     FINDER,
     EditablePackage,
     compile_from_source,
-    edge_of,
     editable_packages,
-    import_local,
     module_name,
-    restore_modules,
     take_modules,
 )
 from nia_core.plugin_host.manager import PluginHost
-from nia_core.plugin_host.plugin import PluginInfo
+from nia_core.plugin_host.reload_errors import ReloadError, exception_error, find_in_unit, where
+from nia_core.plugin_host.units import Attempt, Plan, Swap, Unit, fresh_info, withdraw_location_contributions
 from nia_core.plugin_host.watch import ignored
 from nia_core.project.toml import ConfigError
 
-UnitKind = Literal["local", "package"]
-
-
-@dataclass(frozen=True)
-class ReloadError:
-    """Why a plugin (or the project config) could not be reloaded, with where it happened."""
-
-    plugin: str | None
-    """The plugin, or ``None`` for the project's config file."""
-    message: str
-    """One line, starting with ``file:line:`` when known."""
-    file: str | None = None
-    line: int | None = None
-    kept_previous: bool = False
-    """Whether the previous working version stays loaded (its sources stay admitted)."""
-
-    def __str__(self) -> str:
-        who = f"plugin {self.plugin!r}" if self.plugin else "config"
-        kept = " (the previous version stays loaded)" if self.kept_previous else ""
-        return f"{who}: {self.message}{kept}"
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+__all__ = ["Baseline", "DevSession", "ReloadError", "ReloadResult", "Unit"]
 
 
 @dataclass(frozen=True)
@@ -131,49 +104,6 @@ class Baseline:
     """Keys left out because their loaders were unavailable (a real session would wait for them)."""
     errors: tuple[ReloadError, ...] = ()
     """Plugins left out because a renderer failed."""
-
-
-@dataclass
-class Unit:
-    """Plugins whose code is reloaded together."""
-
-    kind: UnitKind
-    root: Path
-    """A local plugin's file or folder; an editable package's folder (or module file)."""
-    prefix: str
-    """Module name whose module and submodules are this unit's and nobody else's."""
-    names: tuple[str, ...]
-    active: tuple[str, ...] = ()
-    """Plugins of this unit imported by the last attempt (registered, or failed)."""
-    attempted: str | None = None
-    """Fingerprint of the code last imported or tried; ``None`` when not loaded."""
-    gone: bool = False
-    """A local plugin whose file or folder was deleted."""
-
-    def contains(self, path: Path) -> bool:
-        return path == self.root or self.root in path.parents
-
-
-@dataclass
-class _Attempt:
-    """What to put back if a freshly imported unit misbehaves."""
-
-    unit: Unit
-    names: tuple[str, ...]
-    previous: dict[str, tuple[object, PluginInfo]]
-    modules: dict[str, types.ModuleType]
-    finder_root: Path | None
-
-
-@dataclass
-class _Plan:
-    reloaded: list[str] = field(default_factory=list)
-    loaded: list[str] = field(default_factory=list)
-    unloaded: list[str] = field(default_factory=list)
-    errors: list[ReloadError] = field(default_factory=list)
-    attempts: list[_Attempt] = field(default_factory=list)
-    detected: list[Path] = field(default_factory=list)
-    """What was found changed, for a full check that was given no paths."""
 
 
 class DevSession:
@@ -230,6 +160,7 @@ class DevSession:
                 early = (fingerprints or {}).get(unit.root)
                 unit.attempted = early or self._digests.fingerprint(unit.root)
         self._bases = (*self.local_folders, *(package.root for package in self.editable))
+        self._swap = Swap(host, view, self._entry_points, lambda: self._selection)
 
     @classmethod
     def open(
@@ -275,7 +206,7 @@ class DevSession:
                     self.host.unregister(name)
                     self.host.plugins[name].error = str(exc)
                     file, line = self._hook_definition(name)
-                    errors.append(ReloadError(name, f"{_where(file, line, self.location)}{exc}", file, line))
+                    errors.append(ReloadError(name, f"{where(file, line, self.location)}{exc}", file, line))
             assert isinstance(result, ReplacementReady)  # an empty snapshot never blocks
             self.generation = result.generation
             self.snapshot = result.generation.snapshot
@@ -340,7 +271,7 @@ class DevSession:
             changed = None if paths is None else {Path(os.path.abspath(p)) for p in paths}
             if changed is not None and any(p == base or p in base.parents for p in changed for base in self._bases):
                 changed = None  # a plugin folder itself came or went (a rename of .nia): all of it changed
-            plan = _Plan()
+            plan = Plan()
             config_changed = self._refresh_config(changed, plan)
             if changed is None or any(self._in_local_folder(p) for p in changed):
                 self._refresh_local_units()
@@ -377,7 +308,7 @@ class DevSession:
             return None, exc
         return Selection.from_sources(environ=self.environ, flags=self.flags, config_disabled=disabled), None
 
-    def _refresh_config(self, changed: set[Path] | None, plan: _Plan) -> bool:
+    def _refresh_config(self, changed: set[Path] | None, plan: Plan) -> bool:
         if changed is not None and self.config_path not in changed:
             return False
         current = self._digests.fingerprint(self.config_path)
@@ -419,7 +350,7 @@ class DevSession:
     def _allowed(self, name: str, *, builtin: bool = False) -> bool:
         return self._selection.allows(name, builtin=builtin)
 
-    def _apply(self, changed: set[Path] | None, config_changed: bool, plan: _Plan) -> None:
+    def _apply(self, changed: set[Path] | None, config_changed: bool, plan: Plan) -> None:
         """Unload what is gone or switched off, then import what is new, switched on or edited."""
         for key, unit in list(self.units.items()):
             gone = unit.gone or (unit.kind == "local" and not unit.root.exists())
@@ -428,9 +359,9 @@ class DevSession:
             if dropped:
                 plan.detected.append(unit.root)
             for name in dropped:
-                self._unload(name, forget=gone, plan=plan)
+                self._swap.unload(name, forget=gone, plan=plan)
             if dropped and not wanted:
-                _withdraw_location_contributions(self.view, unit)
+                withdraw_location_contributions(self.view, unit)
                 take_modules(unit.prefix)
                 unit.active, unit.attempted = (), None
             if gone:
@@ -446,11 +377,11 @@ class DevSession:
             if unit.attempted == current and set(wanted) == set(unit.active):
                 continue
             plan.detected.append(unit.root)
-            self._import_unit(unit, wanted, current, plan)
+            self._swap.import_unit(unit, wanted, current, plan)
         if config_changed:
             self._apply_plain(plan)
 
-    def _apply_plain(self, plan: _Plan) -> None:
+    def _apply_plain(self, plan: Plan) -> None:
         """Switch built-in and installed (not editable) plugins on or off after a config change."""
         from nia_plugins import BUILTINS
 
@@ -461,137 +392,20 @@ class DevSession:
             if name not in in_units and name not in BUILTINS:
                 self._toggle(name, False, ep.load, None, plan)
 
-    def _toggle(self, name: str, builtin: bool, load: Any, priority: int | None, plan: _Plan) -> None:
+    def _toggle(self, name: str, builtin: bool, load: Any, priority: int | None, plan: Plan) -> None:
         registered = self.host.pm.has_plugin(name)
         allowed = self._allowed(name, builtin=builtin)
         if registered and not allowed:
-            self._unload(name, forget=False, plan=plan)
+            self._swap.unload(name, forget=False, plan=plan)
         elif allowed and not registered and name in self.host.plugins and not self.host.plugins[name].enabled:
-            info = _fresh_info(self.host.plugins[name])
+            info = fresh_info(self.host.plugins[name])
             registered_info = register_imported(self.host, info, load, priority=priority)
             if registered_info.error is None:
                 plan.loaded.append(name)
             else:
                 plan.errors.append(ReloadError(name, registered_info.error))
 
-    def _unload(self, name: str, *, forget: bool, plan: _Plan) -> None:
-        was_registered = self.host.pm.has_plugin(name)
-        self.host.unregister(name)
-        if forget:
-            self.host.forget(name)
-        elif name in self.host.plugins:
-            info = self.host.plugins[name]
-            info.enabled = False
-            info.error = None
-            info.disabled_by = self._selection.reason(name, builtin=info.origin == "built-in")
-        if was_registered:
-            plan.unloaded.append(name)
-
-    def _info(self, unit: Unit, name: str) -> PluginInfo:
-        existing = self.host.plugins.get(name)
-        if existing is not None:
-            info = _fresh_info(existing)
-            if unit.kind == "local":
-                info.path = str(unit.root)  # a file may have become a package
-            return info
-        if unit.kind == "local":
-            return PluginInfo(name, "local file", module=module_name(name), path=str(unit.root))
-        ep = self._entry_points[name]
-        dist = ep.dist
-        return PluginInfo(
-            name,
-            "entry point",
-            module=ep.module,
-            distribution=dist.name if dist is not None else None,
-            version=dist.version if dist is not None else None,
-        )
-
-    def _load(self, unit: Unit, name: str) -> Any:
-        """Import under the host's deadline; see :mod:`nia_core.plugin_host.importing`."""
-        if unit.kind == "local":
-            edge = edge_of(unit.root, self.location.root)
-            return import_plugin(lambda: import_local(name, unit.root, edge), self.host.import_timeout)
-        return import_plugin(self._entry_points[name].load, self.host.import_timeout)
-
-    def _import_unit(self, unit: Unit, names: tuple[str, ...], current: str, plan: _Plan) -> None:
-        """Import the unit afresh and register it; on failure put the previous version back."""
-        previous = {
-            n: (self.host.plugin(n), dataclasses.replace(self.host.plugins[n]))
-            for n in unit.active
-            if self.host.pm.has_plugin(n) and n in self.host.plugins
-        }
-        attempt = _Attempt(
-            unit,
-            names,
-            previous,
-            take_modules(unit.prefix),
-            FINDER.roots.get(unit.names[0]) if unit.kind == "local" else None,
-        )
-        importlib.invalidate_caches()
-        unit.attempted = current
-        unit.active = names
-        objects: dict[str, Any] = {}
-        for name in names:
-            try:
-                objects[name] = self._load(unit, name)
-            except Exception as exc:  # noqa: BLE001 - a plugin's import may raise anything (BaseException comes wrapped)
-                self._rollback(attempt, plan, _exception_error(name, exc, unit, self.location, bool(previous)))
-                return
-        _withdraw_location_contributions(self.view, unit)
-        for name, plugin in objects.items():
-            info = self._info(unit, name)
-            try:
-                registered = register_imported(self.host, info, lambda plugin=plugin: plugin, deadline=False)
-            except Exception as exc:  # noqa: BLE001 - a historic hook replayed at registration raised
-                self._rollback(attempt, plan, _exception_error(name, exc, unit, self.location, bool(previous)))
-                return
-            if registered.error is not None:
-                error, file, line = registered.error, None, None
-                if registered.raised_at is not None:  # the text ends with " (FILE:LINE)": shown once, in front
-                    file, line = registered.raised_at
-                    error = error.removesuffix(f" ({file}:{line})")
-                else:
-                    file, line = _find_in_unit(unit, _registration_needle(error))
-                message = f"{_where(file, line, self.location)}{error}"
-                self._rollback(attempt, plan, ReloadError(name, message, file, line, bool(previous)))
-                return
-        plan.reloaded.extend(n for n in names if n in previous)
-        plan.loaded.extend(n for n in names if n not in previous)
-        plan.attempts.append(attempt)
-
-    def _rollback(self, attempt: _Attempt, plan: _Plan, error: ReloadError | None) -> None:
-        """Unregister the new code and put the previous version (modules and registration) back."""
-        unit = attempt.unit
-        for name in attempt.names:
-            self.host.unregister(name)
-        _withdraw_location_contributions(self.view, unit)
-        restore_modules(unit.prefix, attempt.modules)
-        if attempt.finder_root is not None:
-            FINDER.add(unit.names[0], attempt.finder_root, edge_of(attempt.finder_root, self.location.root))
-        for plugin, info in attempt.previous.values():
-            info.error = None
-            try:
-                self.host.register(plugin, info)
-            except Exception as exc:  # noqa: BLE001 - the old version's replayed hook may fail now
-                self.host.unregister(info.name)
-                info.error = f"the previous version could not be restored: {type(exc).__name__}: {exc}"
-                self.host.record(info)
-        for name in attempt.names:
-            if name not in attempt.previous:
-                info = self._info(unit, name)
-                info.error = error.message if error is not None else "reload failed"
-                self.host.record(info)
-        unit.active = tuple(attempt.previous)
-        for name in attempt.names:
-            for bucket in (plan.reloaded, plan.loaded):
-                if name in bucket:
-                    bucket.remove(name)
-        if attempt in plan.attempts:
-            plan.attempts.remove(attempt)
-        if error is not None:
-            plan.errors.append(error)
-
-    def _settle(self, plan: _Plan) -> Assembly:
+    def _settle(self, plan: Plan) -> Assembly:
         """Assemble; a freshly imported unit whose hook misbehaves is rolled back, then assemble again.
 
         A key clash is blamed on the plugin just reloaded, even when the
@@ -600,7 +414,7 @@ class DevSession:
         while True:
             assembly = self._assemble()
             by_name = {a_name: attempt for attempt in plan.attempts for a_name in attempt.names}
-            bad: list[tuple[_Attempt, Problem, str]] = []
+            bad: list[tuple[Attempt, Problem, str]] = []
             for problem in assembly.problems:
                 culprit = problem.contribution
                 if culprit not in by_name and problem.kind == "duplicate-key" and problem.other is not None:
@@ -612,9 +426,9 @@ class DevSession:
             for attempt, problem, culprit in bad:
                 if attempt in plan.attempts:
                     error = self._problem_error(problem, culprit, attempt.unit, bool(attempt.previous))
-                    self._rollback(attempt, plan, error)
+                    self._swap.rollback(attempt, plan, error)
 
-    def _reconcile(self, assembly: Assembly, plan: _Plan) -> tuple[Reconciliation | None, Assembly]:
+    def _reconcile(self, assembly: Assembly, plan: Plan) -> tuple[Reconciliation | None, Assembly]:
         while True:
             try:
                 return reconcile(assembly.context, self.snapshot, timeout=self.host.timeout), assembly
@@ -624,9 +438,9 @@ class DevSession:
                 if attempt is None:
                     plan.errors.append(ReloadError(name, str(exc)))
                     return None, assembly
-                file, line = _find_in_unit(attempt.unit, exc.key)
-                message = f"{_where(file, line, self.location)}{exc}"
-                self._rollback(attempt, plan, ReloadError(name, message, file, line, bool(attempt.previous)))
+                file, line = find_in_unit(attempt.unit, exc.key)
+                message = f"{where(file, line, self.location)}{exc}"
+                self._swap.rollback(attempt, plan, ReloadError(name, message, file, line, bool(attempt.previous)))
                 assembly = self._settle(plan)
             except NiaError as exc:
                 plan.errors.append(ReloadError(None, str(exc)))
@@ -638,15 +452,15 @@ class DevSession:
         if problem.kind == "raised":
             exc = self._call_hook(name)
             if exc is not None:
-                return _exception_error(name, exc, unit, self.location, kept, prefix="nia_context_sources raised ")
+                return exception_error(name, exc, unit, self.location, kept, prefix="nia_context_sources raised ")
         if problem.kind in ("duplicate-key", "namespace") and problem.key is not None:
-            file, line = _find_in_unit(unit, problem.key)
+            file, line = find_in_unit(unit, problem.key)
         if file is None:
             file, line = self._hook_definition(name)
         message = problem.message
         if name != problem.contribution and problem.kind == "duplicate-key":  # told from the reloaded side
             message = f"source key {problem.key!r} is also contributed by {problem.contributor}"
-        return ReloadError(name, f"{_where(file, line, self.location)}{message}", file, line, kept)
+        return ReloadError(name, f"{where(file, line, self.location)}{message}", file, line, kept)
 
     def _call_hook(self, name: str) -> BaseException | None:
         """Call the plugin's hook again to learn where it raises (the registry keeps only the message)."""
@@ -667,99 +481,3 @@ class DevSession:
 
     def close(self) -> None:
         self.view.close()
-
-
-# -- where an error happened ------------------------------------------------------------
-
-
-def _withdraw_location_contributions(view: LocationContext, unit: Unit) -> None:
-    """Take back what the unit's code registered into the Location itself (``nia_location_opened``).
-
-    The host replays ``nia_location_opened`` when the new version registers,
-    and it would register the same contribution keys again. Contributions are
-    recognised by where their producer's code lives.
-    """
-    view.withdraw(*(c.key for c in view.contributions if _defined_in(c.producer, unit)))
-
-
-def _defined_in(function: object, unit: Unit) -> bool:
-    code = getattr(function, "__code__", None)
-    if code is not None:
-        return _within(code.co_filename, unit.root)
-    module = getattr(function, "__module__", None) or ""
-    return module == unit.prefix or module.startswith(unit.prefix + ".")
-
-
-def _fresh_info(info: PluginInfo) -> PluginInfo:
-    return dataclasses.replace(info, enabled=True, error=None, raised_at=None, hooks=[], source_keys=[], namespace=None)
-
-
-def _within(filename: str, root: Path) -> bool:
-    try:
-        path = Path(filename).resolve()
-    except (OSError, ValueError):
-        return False
-    return path == root or root in path.parents
-
-
-def _where(file: str | None, line: int | None, location: Location) -> str:
-    if file is None:
-        return ""
-    shown = file
-    try:
-        shown = str(Path(file).resolve().relative_to(location.root))
-    except ValueError:
-        pass
-    return f"{shown}:{line}: " if line else f"{shown}: "
-
-
-def _exception_error(
-    name: str, exc: BaseException, unit: Unit, location: Location, kept: bool, *, prefix: str = ""
-) -> ReloadError:
-    file: str | None = None
-    line: int | None = None
-    if isinstance(exc, ImportDeadline):
-        return ReloadError(name, f"{prefix}{exc}", None, None, kept)
-    text: str | None = None
-    if isinstance(exc, PluginRaised):  # worded on the worker: the plugin's __str__ does not run here
-        text = exc.text
-        exc = exc.original
-    if isinstance(exc, SyntaxError):
-        file, line = exc.filename, exc.lineno
-        what = f"{type(exc).__name__}: {exc.msg}"
-    else:
-        frames = traceback.extract_tb(exc.__traceback__)
-        inside = [frame for frame in frames if _within(frame.filename, unit.root)]
-        if inside or frames:
-            frame = (inside or frames)[-1]
-            file, line = frame.filename, frame.lineno
-        what = describe(exc) if text is None else text
-    return ReloadError(name, f"{_where(file, line, location)}{prefix}{what}", file, line, kept)
-
-
-def _registration_needle(error: str) -> str:
-    hook = re.search(r"\b(nia_\w+)", error)
-    if hook:
-        return f"def {hook.group(1)}"
-    return "NIA_NAMESPACE" if "NIA_NAMESPACE" in error else ""
-
-
-def _unit_files(unit: Unit) -> Sequence[Path]:
-    if unit.root.is_file():
-        return [unit.root]
-    return sorted(p for p in unit.root.rglob("*.py") if not ignored(p.relative_to(unit.root).parts))
-
-
-def _find_in_unit(unit: Unit, needle: str) -> tuple[str | None, int | None]:
-    """The first ``file:line`` of the unit's source mentioning ``needle``."""
-    if not needle:
-        return None, None
-    for path in _unit_files(unit):
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        for number, text in enumerate(lines, 1):
-            if needle in text:
-                return str(path), number
-    return None, None

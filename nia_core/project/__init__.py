@@ -18,11 +18,4 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: locating a proje
     from nia_core.project.workflow import Workflow as Workflow
     from nia_core.project.workflow import assemble_workflow as assemble_workflow
 
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "nia_core.project.root": ("locate",),
-        "nia_core.project.toml": ("read_toml",),
-        "nia_core.project.workflow": ("Workflow", "assemble_workflow"),
-    },
-)
+__all__, __getattr__, __dir__ = lazy_exports(__name__)

@@ -76,8 +76,9 @@ def binary_extension(name: str) -> bool:
     return dot > 0 and name[dot:].lower() in BINARY_EXTENSIONS
 
 
-def binary_content(head: bytes) -> bool:
-    """Whether the first bytes of a file show it is binary (magic number or NUL byte)."""
+def looks_binary(head: bytes) -> bool:
+    """Whether a file's bytes (its first :data:`SNIFF_BYTES` are enough) show it is binary: a known magic
+    number or a NUL byte. For a file-backed source: binary content is no text to put in a prompt."""
     head = head[:SNIFF_BYTES]
     if b"\x00" in head:
         return True

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from nia_core.files import Refused, Signature, StatCache, outside_clause, signature
-from nia_core.project.binary import SNIFF_BYTES, binary_content, binary_extension
+from nia_core.project.binary import binary_extension, looks_binary
 from nia_core.project.config import ContextEntry
 from nia_core.project.paths import (
     GIT_DIR_PROBLEM,
@@ -113,7 +113,7 @@ def content_problem(data: bytes, oversize: bool) -> str | None:
     """Why bytes actually read from a context file keep it out of the prompt, or ``None``."""
     if oversize:
         return OVERSIZE
-    if binary_content(data[:SNIFF_BYTES]):
+    if looks_binary(data):
         return BINARY
     return None
 

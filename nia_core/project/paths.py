@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 
 from nia_core.errors import UsageError
-from nia_core.files import inside, outside_clause
+from nia_core.files import in_git_dir, inside, outside_clause
 
 __all__ = [
     "ContextInGitDir",
@@ -30,14 +30,24 @@ __all__ = [
 ]
 
 
+def user_config_folder() -> Path:
+    """``$XDG_CONFIG_HOME/nia`` (by default ``~/.config/nia``): the user's own nia files, outside any project.
+
+    For a plugin, where user-global files it reads live (the built-in
+    instructions plugin reads ``AGENTS.md`` there); ``nia dev`` and ``nia mcp``
+    watch it.
+    """
+    home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(home) / "nia"
+
+
 def global_instructions() -> Path:
-    """The user-global ``AGENTS.md``: ``$XDG_CONFIG_HOME/nia/AGENTS.md`` (by default ``~/.config/nia/AGENTS.md``).
+    """The user-global ``AGENTS.md`` (:func:`user_config_folder`), which ``nia/instructions`` reads first.
 
     Named here, below the built-in instructions plugin that reads it and the
     agent hooks that deliver it where a host does not load it itself.
     """
-    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(config_home) / "nia" / "AGENTS.md"
+    return user_config_folder() / "AGENTS.md"
 
 
 def _escape(ch: str) -> str:
@@ -156,18 +166,6 @@ GIT_DIR_PROBLEM = "Context path is inside a .git folder (version-control data, w
 
 class ContextInGitDir(ContextPathError):
     """The entry resolves into a ``.git`` folder: git's own data, never project context."""
-
-
-def in_git_dir(real: str, root: str) -> bool:
-    """Whether the canonical ``real`` (inside ``root``) lies in a ``.git`` folder at any depth.
-
-    ``.git/config`` can hold a remote URL with a token or an ``extraheader``
-    with a bearer key, written by the user's git, not by the repository's
-    author: a context entry or a symlink naming it would send it to the model.
-    """
-    if ".git" not in real.lower():
-        return False
-    return any(part.lower() == ".git" for part in relative(real, root).split("/"))
 
 
 def check_kind(real: str, kind: str, shown: str, origin: str, *, flag: bool = False) -> os.stat_result:

@@ -14,6 +14,7 @@ starts with ``---``, so the baseline reads as the reference shows.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Callable
@@ -47,8 +48,6 @@ CACHE_SIZE = 65536
 
 def file_key(prefix: str, path: str) -> str:
     """A stable, lowercase key for the file at ``path`` (canonical, relative to the root)."""
-    import hashlib  # on use: a project without such files (and `nia --help`) never loads OpenSSL
-
     return prefix + hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 

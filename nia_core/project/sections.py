@@ -7,23 +7,20 @@ and place it after the role prompt.
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nia_core.context import ContextSource, Location
+from nia_core.notices import warn_once
 from nia_core.project.config import ProjectConfig, PromptFormat, Service, load_project_config
 from nia_core.project.paths import ContextPathError, canonical, check_kind, inside
 from nia_core.project.toml import ConfigError
 
 if TYPE_CHECKING:  # merged and rendered on use: a Location without a project.toml needs neither
     from nia_core.project.merge import ContextFile, Merged
-
-log = logging.getLogger("nia.project")
 
 Section = tuple[Callable[[str], ContextSource], tuple[ContextSource, ...]]
 """A prompt section: a builder for its first source (given its separator prefix), then the rest."""
@@ -132,22 +129,6 @@ def flatten(sections: Sequence[Section], *, first: bool = True) -> list[ContextS
 
 
 _last_good: dict[Path, ProjectConfig] = {}
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(message: str, scope: object = None) -> None:
-    """Log a warning the first time it occurs in this process for ``scope`` (producers run at every boundary).
-
-    ``scope`` (a project root) keeps the same message about two projects apart:
-    messages name paths relative to their project.
-    """
-    key = f"{scope}\0{message}"
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    log.warning("%s", message)
 
 
 def project_context_sources(location: Location) -> list[ContextSource]:

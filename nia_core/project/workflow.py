@@ -21,6 +21,7 @@ from typing import Any
 
 from nia_core.context import ContextSource, Location, SystemContext
 from nia_core.errors import UsageError
+from nia_core.notices import warn_once
 from nia_core.project.config import (
     CommandsConfig,
     ContextEntry,
@@ -49,7 +50,6 @@ from nia_core.project.sections import (
     flatten,
     project_context,
     project_sections,
-    warn_once,
 )
 from nia_core.project.toml import ConfigError
 

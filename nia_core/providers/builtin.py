@@ -11,20 +11,14 @@ import threading
 from collections.abc import Callable
 
 from nia_core.errors import UsageError
-from nia_core.model import Provider, split_model
-from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
-from nia_core.providers.echo import EchoProvider
-from nia_core.providers.openai_chat import OpenAIChatProvider
+from nia_core.model import BUILTIN_PROVIDERS, Provider, split_model
 
 ProviderFactory = Callable[[], Provider]
 
-BUILTIN: dict[str, ProviderFactory] = {
-    "echo": EchoProvider,
-    "openai-chat": OpenAIChatProvider,
-    "anthropic-messages": AnthropicMessagesProvider,
-}
-"""Built-in providers. The HTTP ones read URL and key from the environment here;
-:func:`nia_core.providers.lookup.providers_at` adds a project's ``[providers]`` config."""
+BUILTIN: dict[str, ProviderFactory] = {p.name: p.load() for p in BUILTIN_PROVIDERS}
+"""Built-in providers (:data:`~nia_core.model.BUILTIN_PROVIDERS`). The HTTP ones read URL and key
+from the environment here; :func:`nia_core.providers.lookup.providers_at` adds a project's ``[providers]``
+config."""
 
 _instances: dict[str, Provider] = {}
 _lock = threading.Lock()

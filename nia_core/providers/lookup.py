@@ -23,9 +23,7 @@ from nia_core.model import Provider, split_model
 from nia_core.project.paths import shown_path
 from nia_core.project.toml import ConfigError
 from nia_core.providers import builtin
-from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.lowering import ProviderConfigError
-from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.providers.remote import RemoteProvider
 from nia_core.providers.settings import providers_table
 
@@ -36,9 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("nia.providers")
 
 CONFIGURABLE: dict[str, type[RemoteProvider]] = {
-    OpenAIChatProvider.name: OpenAIChatProvider,
-    AnthropicMessagesProvider.name: AnthropicMessagesProvider,
+    name: cls for name, cls in builtin.BUILTIN.items() if isinstance(cls, type) and issubclass(cls, RemoteProvider)
 }
+"""The built-ins a project configures with ``[providers.NAME]``: the HTTP ones."""
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 

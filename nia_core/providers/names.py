@@ -1,11 +1,13 @@
-"""Provider names as people type them; the provider interface itself lives in :mod:`nia_core.model`.
+"""Provider names as people type them: the aliases of the built-ins (:data:`nia_core.model.BUILTIN_PROVIDERS`).
 
 ``Provider``, ``ProviderError``, ``StreamCallback``, ``split_model`` and
 ``DEFAULT_MODEL`` are re-exported for code written against earlier docs;
 import them from :mod:`nia_core` (the public API).
 """
 
-from nia_core.model import DEFAULT_MODEL, Provider, ProviderError, StreamCallback, split_model
+from __future__ import annotations
+
+from nia_core.model import BUILTIN_PROVIDERS, DEFAULT_MODEL, Provider, ProviderError, StreamCallback, split_model
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -17,7 +19,7 @@ __all__ = [
     "split_model",
 ]
 
-PROVIDER_ALIASES = {"openai": "openai-chat", "anthropic": "anthropic-messages"}
+PROVIDER_ALIASES = {p.alias: p.name for p in BUILTIN_PROVIDERS if p.alias}
 """Short provider names people type; a session stores the full one."""
 
 

@@ -27,13 +27,4 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: a plugin host al
     from nia_core.sessions import StoreError as StoreError
     from nia_core.sessions import open_store as open_store
 
-__all__, __getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "nia_core.project": ("Workflow", "assemble_workflow", "locate"),
-        "nia_core.runtime.attached": ("attach", "attached_id"),
-        "nia_core.runtime.reports": ("BoundaryReport", "Outcome", "TurnReport"),
-        "nia_core.runtime.runtime": ("Runtime", "Where"),
-        "nia_core.sessions": ("Store", "StoreError", "open_store"),
-    },
-)
+__all__, __getattr__, __dir__ = lazy_exports(__name__)

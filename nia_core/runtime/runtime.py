@@ -78,6 +78,14 @@ class Runtime:
                 view = self._views[location] = host.open(location)
             return host, view
 
+    def close(self) -> None:
+        """Close every registry view this runtime opened (their background refreshes stop); the runtime is done."""
+        with self._lock:
+            views, self._views = list(self._views.values()), {}
+            self._hosts = {}
+        for view in views:
+            view.close()
+
     def context_for(self, location: str) -> SystemContext:
         """The System Context at ``location`` as the plugin host assembles it: a :data:`ContextFor`."""
         host, view = self.open(location)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nia_core.context import LOADER_TIMEOUT
-from nia_core.model import Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
+from nia_core.model import TOOLLESS_PROVIDERS, Message, ModelRequest, Provider, ProviderError, Reply, StreamCallback
 from nia_core.sessions.epochs import (
     Admission,
     Blocked,
@@ -263,11 +263,6 @@ CUT_OFF = (
     "Ask again with a shorter input, or in smaller steps."
 )
 """nia's answer to a call the output token limit cut."""
-
-
-TOOLLESS_PROVIDERS = frozenset({"openai-chat", "anthropic-messages"})
-"""Built-in providers whose requests declare no tool (nia sends no ``tools``): every call in their replies
-is undeclared, whatever the stored record says."""
 
 
 def owed_answers(history: Sequence[HistoryEntry], pending: Sequence[Message]) -> list[Message]:

@@ -16,8 +16,9 @@ The rest, by responsibility:
 - the value and its text: :mod:`~nia_plugins.git.value`,
   :mod:`~nia_plugins.git.escape`, :mod:`~nia_plugins.git.render`;
 - :mod:`~nia_plugins.git.settings`, :mod:`~nia_plugins.git.source` (the
-  source), :mod:`~nia_plugins.git.core_internals` (what is taken from
-  ``nia_core`` beyond its public API).
+  source).
+
+Like every built-in, it uses only ``nia_core``'s public names.
 """
 
 from __future__ import annotations

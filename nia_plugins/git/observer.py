@@ -8,13 +8,13 @@ the working-tree refresh interval elapsed (an edit does not touch ``.git/``).
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from typing import Any
 
-from nia_core import UNAVAILABLE
-from nia_plugins.git.core_internals import GENERATED_NAMES, log
+from nia_core import GENERATED_NAMES, UNAVAILABLE
 from nia_plugins.git.escape import quoted
 from nia_plugins.git.gitdir import (
     WATCHED_IN_COMMONDIR,
@@ -42,6 +42,8 @@ from nia_plugins.git.running import (
 )
 from nia_plugins.git.settings import Settings
 from nia_plugins.git.value import KEY, GitStatus
+
+log = logging.getLogger("nia.plugins.git")
 
 
 class Observer:

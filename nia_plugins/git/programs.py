@@ -8,7 +8,8 @@ from is left alone, and any other key naming a program refuses the repository.
 
 from __future__ import annotations
 
-from nia_plugins.git.core_internals import log
+import logging
+
 from nia_plugins.git.escape import quoted
 from nia_plugins.git.process import Budget, Started
 from nia_plugins.git.running import GitFailed, first_line, wait_git
@@ -16,6 +17,8 @@ from nia_plugins.git.value import KEY
 
 CONFIG_LISTING = ["config", "--list", "--null", "--name-only", "--show-scope"]
 """Every key git sees, with where it comes from (``--show-scope``: git 2.26; includes count as their includer)."""
+
+log = logging.getLogger("nia.plugins.git")
 
 
 TRUSTED_SCOPES = (b"system", b"global")

@@ -9,13 +9,13 @@ switch off whatever the repository's own config could make git run
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nia_plugins.git.core_internals import log
 from nia_plugins.git.escape import plain
 from nia_plugins.git.process import Budget, Started, spawn
 from nia_plugins.git.repository import Repository, inside_any
@@ -26,6 +26,8 @@ SAFE_OPTIONS = (
     "--no-optional-locks",  # never take (or wait for) the index lock, never rewrite the index
 )
 """Options every git call gets; its configuration overrides go through the environment (:func:`git_environment`)."""
+
+log = logging.getLogger("nia.plugins.git")
 
 
 SWITCHED_OFF: tuple[tuple[str, str], ...] = (

@@ -36,3 +36,18 @@ def test_the_file_is_configurable(nia_project, nia_host):
     assembly = host.assemble(host.open(nia_project.location))
 
     assert assembly.context.keys == ("template-plugin/notes",)
+
+
+def test_a_file_outside_the_project_is_never_read(nia_project, nia_host, tmp_path):
+    """A repository can hold a NOTES.md that links anywhere, or name any file: only the project's own is read."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("A token from outside the project.\n")
+    (nia_project.location.root / "NOTES.md").symlink_to(secret)
+    host = nia_host(plugin)
+    assert host.assemble(host.open(nia_project.location)).context.keys == ()
+
+    (nia_project.location.root / "NOTES.md").unlink()
+    nia_project.write("NOTES.md", "Ship on Fridays.\n")  # read, were the setting below ignored
+    nia_project.configure("nia-template-plugin", file="../secret.txt")
+    host = nia_host(plugin)
+    assert host.assemble(host.open(nia_project.location)).context.keys == ()

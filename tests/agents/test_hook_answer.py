@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from nia_core.cli import cli
 from tests.agents.transcripts import hook_record, line
+from tests.resident_helpers import one_hook
 
 HOSTS = ["claude-code", "codex"]
 
@@ -74,7 +75,8 @@ class Host:
         if self.transcript is not None:
             payload["transcript_path"] = str(self.transcript)
         payload.update(extra)
-        result = CliRunner().invoke(cli, ["hook", self.name], input=json.dumps(payload))
+        with one_hook():
+            result = CliRunner().invoke(cli, ["hook", self.name], input=json.dumps(payload))
         assert result.exit_code == 0, result.output
         out = result.stdout.strip()
         if not out:

@@ -29,6 +29,12 @@ def nia_context_sources(location):
 
 
 @pytest.fixture
+def hook_mode():
+    """One mode only: what the in-process hook imports; the thin client's own imports are tests/resident's."""
+    return "in-process"
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "shop"
     (root / ".git").mkdir(parents=True)

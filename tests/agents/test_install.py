@@ -8,6 +8,12 @@ from click.testing import CliRunner
 from nia_core.cli import cli
 
 
+@pytest.fixture
+def hook_mode():
+    """One mode only: installing runs no hook."""
+    return "in-process"
+
+
 def run(*args, cwd=None, **kwargs):
     import os
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.resident_helpers import one_hook
+
 SOURCE = """
 from nia_core import ContextSource, hookimpl
 
@@ -29,15 +31,16 @@ def hook(project: Path, env: dict[str, str], event: str, source: str = "") -> st
     payload = {"session_id": "live", "cwd": str(project), "hook_event_name": event}
     if source:
         payload["source"] = source
-    done = subprocess.run(
-        [sys.executable, "-c", "from nia_core.cli import main; main()", "hook", "claude-code"],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-    )
+    with one_hook(env):
+        done = subprocess.run(
+            [sys.executable, "-c", "from nia_core.cli import main; main()", "hook", "claude-code"],
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=project,
+            timeout=60,
+        )
     assert done.returncode == 0, done.stderr
     if not done.stdout.strip():
         return None

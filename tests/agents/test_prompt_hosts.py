@@ -29,6 +29,7 @@ from tests.agents.transcripts import (
     qwen_prompt,
     tool_result,
 )
+from tests.resident_helpers import one_hook
 
 EVENTS = {"gemini": "BeforeAgent", "qwen-code": "UserPromptSubmit"}
 HOSTS = list(EVENTS)
@@ -49,7 +50,8 @@ class PromptHost:
             "transcript_path": str(self.transcript),
             "prompt": "hello",
         }
-        result = CliRunner().invoke(cli, ["hook", self.name], input=json.dumps(payload))
+        with one_hook():  # in the resident mode, the prompts after the first are answered by the resident
+            result = CliRunner().invoke(cli, ["hook", self.name], input=json.dumps(payload))
         assert result.exit_code == 0, result.output
         if not result.stdout.strip():
             return None

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from nia_core import (
+from nia_core import StatCache
+from nia_core.context import (
     UNAVAILABLE,
     ContextSource,
     InitializationBlocked,
-    StatCache,
     SystemContext,
     Unchanged,
     Updated,

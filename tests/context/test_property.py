@@ -5,7 +5,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nia_core import (
+from nia_core.context import (
     UNAVAILABLE,
     ContextSource,
     ReplacementBlocked,

@@ -11,8 +11,19 @@ from typing import Any
 
 import pytest
 
-from nia_core import ContextSource, Location, SystemContextRegistry, Unchanged, Updated, initialize, reconcile
-from nia_core.context import CorruptSnapshot, Snapshot, SnapshotEntry, SystemContext, validate_key
+from nia_core import ContextSource, Location
+from nia_core.context import (
+    CorruptSnapshot,
+    Snapshot,
+    SnapshotEntry,
+    SystemContext,
+    SystemContextRegistry,
+    Unchanged,
+    Updated,
+    initialize,
+    reconcile,
+    validate_key,
+)
 from nia_core.context.registry import ContributionError, DuplicateKey
 from nia_core.errors import DuplicateSourceKey, InvalidSourceKey
 

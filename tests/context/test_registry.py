@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from nia_core import ContextSource, Location, SystemContextRegistry, Unchanged, Updated, initialize, reconcile
-from nia_core.context import CorruptSnapshot, Snapshot
+from nia_core import ContextSource, Location
+from nia_core.context import CorruptSnapshot, Snapshot, SystemContextRegistry, Unchanged, Updated, initialize, reconcile
 from nia_core.errors import DuplicateContribution
 
 HERE = Location(Path("/project/sub"), Path("/project"))

@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from nia_core import JSON, ContextSource, DataclassCodec, SystemContext
-from nia_core.context import canonical_json, validate_key
+from nia_core import JSON, ContextSource, DataclassCodec
+from nia_core.context import SystemContext, canonical_json, validate_key
 from nia_core.errors import DuplicateSourceKey, InvalidSourceKey
 
 

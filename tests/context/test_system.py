@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from nia_core import (
+from nia_core.context import (
     UNAVAILABLE,
     ContextSource,
     DataclassCodec,

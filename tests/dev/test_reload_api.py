@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from nia_core import ReplacementReady, Unchanged, Updated
+from nia_core.context import ReplacementReady, Unchanged, Updated
 from nia_core.plugin_host import load_host
 from nia_core.plugin_host.reload import DevSession
 from nia_core.project import locate

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from tests.hardening.helpers import GOOD, LIMIT, NIA, nia, project
+from tests.resident_helpers import check_answered, env_for_mode, warm
 
 SPIN = "print('spinning up')\nwhile True:\n    pass\n"
 SLEEP = "import time\ntime.sleep(10**6)\n"
@@ -262,17 +263,20 @@ def test_a_module_dir_that_hangs_raises_or_lies_is_never_run_by_nia(tmp_path):
     assert "Traceback" not in listed.stderr
 
 
-def test_the_agent_hook_with_a_hostile_module_dir_exits_0_with_the_context(tmp_path):
+def test_the_agent_hook_with_a_hostile_module_dir_exits_0_with_the_context(tmp_path, hook_mode):
     root = project(tmp_path, DIR_PLUGINS)
     payload = json.dumps(
         {"session_id": "s-dir", "cwd": str(root), "hook_event_name": "SessionStart", "source": "startup"}
     )
     environment = {k: v for k, v in os.environ.items() if not k.startswith("NIA_")}
     environment.update(FAST)
+    environment = env_for_mode(environment)
+    warm([*NIA, "hook", "claude-code"], environment, root)
     done = subprocess.run(
         [*NIA, "hook", "claude-code"], input=payload, cwd=root, env=environment,
         capture_output=True, text=True, timeout=LIMIT,
     )  # fmt: skip
+    check_answered(environment, payload)
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     _registered_from_their_dict(context)

@@ -1,6 +1,7 @@
 import types
 
-from nia_core import ContextSource, Unchanged, Updated, hookimpl, initialize, reconcile
+from nia_core import ContextSource, hookimpl
+from nia_core.context import Unchanged, Updated, initialize, reconcile
 from nia_core.plugin_host import PluginHost, PluginInfo, load_host
 from nia_core.project import locate
 
@@ -109,7 +110,7 @@ def test_date_plugin_rolls_over_at_midnight_with_one_line():
 
     now = {"t": dt.datetime(2026, 11, 29, 23, 59, 59, tzinfo=dt.UTC)}
     source = date_source(lambda: now["t"])
-    from nia_core import SystemContext
+    from nia_core.context import SystemContext
 
     ctx = SystemContext.make(source)
     generation = initialize(ctx)

@@ -35,7 +35,7 @@ def examples(tmp_path, project):
 
 def test_every_example_plugin_loads_cleanly(examples, project, tmp_path):
     folder, found = examples
-    assert len(found) == 9
+    assert len(found) == 10
     # The live-reload walkthrough's hello.py is the ten-line plugin grown up: same key, so it loads on its own.
     walkthrough = tmp_path / "walkthrough"
     walkthrough.mkdir()
@@ -43,6 +43,8 @@ def test_every_example_plugin_loads_cleanly(examples, project, tmp_path):
     (folder / f"{name}.py").rename(walkthrough / f"{name}.py")
     assert 'NAME = "world"' in found.pop(name)
     (project / "NOTES.md").write_text("Ship on Fridays.\n")  # the StatCache example reads it
+    (project / "TEAM.md").write_text("Reviews within a day.\n")  # and the safe file-backed one this
+    (safe,) = [name for name, code in found.items() if '"acme/team-notes"' in code]
 
     result = run("--strict", "--plugins-dir", str(folder), "plugins", "list", "--json", "--location", str(project))
     alone = run("--strict", "--plugins-dir", str(walkthrough), "context", "show", "--location", str(project))
@@ -52,6 +54,7 @@ def test_every_example_plugin_loads_cleanly(examples, project, tmp_path):
     assert {name: plugins[name]["status"] for name in found} == dict.fromkeys(found, "enabled")
     assert alone.exit_code == 0 and "Greet the user as world." in alone.stdout
     assert plugins["plugins_0"]["source_keys"] == ["hello/greeting"]
+    assert plugins[safe]["source_keys"] == ["acme/team-notes"]
     assert plugins["plugins_1"]["hooks"] == host_hooks()  # the full example implements every hook the host has
 
 
@@ -97,7 +100,7 @@ def test_the_location_hook_example_works_under_its_natural_name(project):
 def test_the_stat_cache_example_reads_the_project_root_from_any_folder(examples, project):
     """From a subfolder, a path relative to the working directory would miss the file and block a session."""
     folder, found = examples
-    (name,) = [name for name, code in found.items() if "StatCache()" in code]
+    (name,) = [name for name, code in found.items() if "StatCache()" in code and "NOTES.md" in code]
     for other in set(found) - {name}:
         (folder / f"{other}.py").unlink()
     (project / "NOTES.md").write_text("Ship on Fridays.\n")

@@ -168,6 +168,6 @@ def test_template_rendered_package_and_kit_pass_in_a_plain_pytest_run(tmp_path):
 
     assert result.returncode == 0, result.stdout + result.stderr
     passed = [line.split("::")[0].rsplit("/", 1)[-1] for line in result.stdout.splitlines() if " PASSED" in line]
-    assert passed.count("test_nia_template_plugin.py") == 4
-    assert passed.count("test_acme_notes.py") == 4
+    assert passed.count("test_nia_template_plugin.py") == 5
+    assert passed.count("test_acme_notes.py") == 5
     assert passed.count("test_uses_kit.py") == 2

@@ -54,7 +54,7 @@ def test_a_rendered_plugin_installs_tests_lists_and_contributes(tmp_path):
     sh(nia, "plugin", "new", "nia-notes", "--dir", plugin, cwd=tmp_path, env=env)
     assert "Plugins now available: nia-notes" in sh(nia, "plugins", "install", plugin, cwd=tmp_path, env=env)
 
-    assert "4 passed" in sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin, env=env)
+    assert "5 passed" in sh(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=plugin, env=env)
     # The "Next:" lines end in a visible result: the plugin's own NOTES.md, through the plugin.
     shown = sh(nia, "context", "show", cwd=plugin, env=env)
     assert "Project notes (NOTES.md):\n\n# Notes for the model\n\nnia-notes put this file" in shown
@@ -116,6 +116,6 @@ def test_a_generated_plugins_own_commands_work_where_the_package_index_has_no_ni
         ["bash", "-c", script], capture_output=True, text=True, cwd=plugin, env=env, timeout=900, check=False
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "4 passed" in done.stdout
+    assert "5 passed" in done.stdout
     listed = json.loads(done.stdout[done.stdout.rindex("\n[") + 1 :])
     assert [p["name"] for p in listed] == ["nia-notes"]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nia_core import UNAVAILABLE, ContextSource, Snapshot, SystemContext
-from nia_core.context import initialize
+from nia_core import UNAVAILABLE, ContextSource
+from nia_core.context import Snapshot, SystemContext, initialize
 from nia_core.errors import UsageError
 from nia_core.providers.echo import EchoProvider
 from nia_core.sessions import (

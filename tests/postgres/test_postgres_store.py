@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from nia_core import Snapshot, SnapshotEntry
+from nia_core.context import Snapshot, SnapshotEntry
 from nia_core.sessions import SCHEMA_VERSION as SQLITE_SCHEMA_VERSION
 from nia_core.sessions import (
     CorruptRecord,

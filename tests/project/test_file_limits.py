@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import nia_core.files
-from nia_core import initialize
+from nia_core.context import initialize
 from nia_core.errors import InitializationBlocked
 from nia_core.files import Refused, StatCache, read_checked
 from nia_core.project import locate, toml

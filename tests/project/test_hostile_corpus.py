@@ -311,6 +311,39 @@ def read_project_toml_through_a_host_hook(world: World, case: Case) -> Result:
     return result
 
 
+TEMPLATE = Path(__file__).resolve().parents[2] / "plugin-template" / "src" / "nia_template_plugin" / "__init__.py"
+
+
+def _template_plugin(world: World) -> None:
+    """nia's plugin template, as the local plugin ``notes`` (what ``nia plugin new`` gives an author)."""
+    (world.repo / ".nia" / "plugins").mkdir(exist_ok=True)
+    (world.repo / ".nia" / "plugins" / "notes.py").write_text(TEMPLATE.read_text())
+    (world.repo / "AGENTS.md").write_text(f"{GOOD}\n")
+
+
+def read_notes_through_the_plugin_template(world: World, case: Case) -> Result:
+    _template_plugin(world)
+    case.plant(world, world.repo / "NOTES.md")
+    result = run(world.repo, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout and "Project notes" not in result.stdout
+    if case.realm:
+        assert str(world.repo / "NOTES.md") in result.stderr and case.realm in result.stderr
+    return result
+
+
+def read_a_configured_file_through_the_plugin_template(world: World, case: Case) -> Result:
+    _template_plugin(world)
+    case.plant(world, world.repo / "docs" / "notes.txt")
+    (world.repo / ".nia" / "project.toml").write_text('[plugins.notes]\nfile = "docs/notes.txt"\n')
+    result = run(world.repo, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert GOOD in result.stdout and "Project notes" not in result.stdout
+    if case.realm:
+        assert "docs/notes.txt" in result.stderr and case.realm in result.stderr
+    return result
+
+
 READERS = [
     read_context_file,
     read_context_file_via_symlinked_folder,
@@ -325,11 +358,13 @@ READERS = [
     read_commands_toml,
     read_agents_md_through_a_host_hook,
     read_project_toml_through_a_host_hook,
+    read_notes_through_the_plugin_template,
+    read_a_configured_file_through_the_plugin_template,
 ]
 
 
 def test_the_corpus_covers_every_reader_and_enough_cases():
-    assert len(CASES) >= 10 and len(READERS) >= 13
+    assert len(CASES) >= 10 and len(READERS) >= 15
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -504,3 +539,19 @@ def test_a_submodule_git_file_is_not_context(world):
     (world.repo / "docs" / "sub" / ".git").write_text("gitdir: ../../.git/modules/sub\n")
     result = run(world.repo, "code", "create", "--context-dir", "docs", "--print-prompt")
     assert result.exit_code == 0 and "gitdir:" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "configured", ["../outside/secret.md", "/etc/passwd", ".git/config", "sub/../../outside/secret.md"]
+)
+def test_the_plugin_template_never_reads_a_configured_file_outside_the_project(world, configured):
+    _template_plugin(world)
+    (world.repo / "sub").mkdir()
+    (world.repo / ".git").mkdir()
+    (world.repo / ".git" / "config").write_text(OUTSIDE_TEXT)
+    (world.repo / ".nia" / "project.toml").write_text(f'[plugins.notes]\nfile = "{configured}"\n')
+    result = run(world.repo, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert_no_leak(result)
+    assert GOOD in result.stdout and "Project notes" not in result.stdout
+    assert "template-plugin:" in result.stderr and "left out" in result.stderr

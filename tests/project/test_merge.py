@@ -7,7 +7,7 @@ import os
 import pytest
 
 import nia_core.files
-from nia_core.project.binary import binary_content, binary_extension
+from nia_core.project.binary import binary_extension, looks_binary
 from nia_core.project.config import ContextEntry
 from nia_core.project.merge import MAX_FILE_BYTES, classify, merge
 from nia_core.project.prompt import CONTEXT_FILES, file_key, file_source
@@ -181,8 +181,8 @@ def test_special_files_met_while_walking_are_skipped(tmp_path):
         ("unicode é ü 中文".encode(), False),
     ],
 )
-def test_binary_content(head, binary):
-    assert binary_content(head) is binary
+def test_looks_binary(head, binary):
+    assert looks_binary(head) is binary
 
 
 def test_binary_extensions():

@@ -6,7 +6,7 @@ import json
 import os
 
 import nia_plugins
-from nia_core import Updated, initialize, reconcile
+from nia_core.context import Updated, initialize, reconcile
 from nia_core.plugin_host import load_host
 from nia_core.project import locate
 from nia_core.project.prompt import PROJECT, PROJECT_FILES, SERVICE, file_key

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from nia_core import ContextSource, SystemContext, Updated, initialize, reconcile
+from nia_core import ContextSource
+from nia_core.context import SystemContext, Updated, initialize, reconcile
 from nia_core.errors import UsageError
 from nia_core.plugin_host import load_host
 from nia_core.project import locate

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import nia_core.files
-from nia_core import Unchanged, Updated, initialize, reconcile
+from nia_core.context import Unchanged, Updated, initialize, reconcile
 from nia_core.project import locate
 from nia_core.project.merge import forget
 from nia_core.project.sections import project_context_sources

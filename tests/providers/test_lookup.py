@@ -8,13 +8,14 @@ import pytest
 
 from nia_core import hookimpl
 from nia_core.errors import UsageError
+from nia_core.model import BUILTIN_PROVIDERS
 from nia_core.project.paths import shown_path
 from nia_core.providers.anthropic_messages import AnthropicMessagesProvider
 from nia_core.providers.builtin import get_provider
 from nia_core.providers.echo import EchoProvider
 from nia_core.providers.lookup import providers_at
 from nia_core.providers.lowering import ProviderConfigError
-from nia_core.providers.names import StreamCallback
+from nia_core.providers.names import StreamCallback, canonical_model
 from nia_core.providers.openai_chat import OpenAIChatProvider
 from nia_core.sessions.messages import Message, ModelRequest, Reply
 from nia_core.testing import make_host
@@ -48,6 +49,20 @@ def test_builtins_resolve_by_provider_name():
     assert isinstance(get_provider("echo/echo"), EchoProvider)
     assert isinstance(get_provider("openai-chat/gpt-4.1"), OpenAIChatProvider)
     assert isinstance(get_provider("anthropic-messages/claude-sonnet-4-5"), AnthropicMessagesProvider)
+
+
+def test_the_built_in_providers_are_the_rows_of_one_table(nia_project):
+    """Lookup, aliases and ``[providers.NAME]`` all come from ``BUILTIN_PROVIDERS``: a new built-in is one row."""
+    lookup = providers_at(nia_project.location)
+    assert lookup.names() == sorted(row.name for row in BUILTIN_PROVIDERS)
+    for row in BUILTIN_PROVIDERS:
+        provider = get_provider(f"{row.name}/some-model")
+        assert isinstance(provider, row.load()) and provider.name == row.name
+        if row.alias:
+            assert canonical_model(f"{row.alias}/some-model") == f"{row.name}/some-model"
+    nia_project.write(".nia/project.toml", "[providers.echo]\ntimeout = 5\n")
+    with pytest.raises(ProviderConfigError, match=r"\[providers.echo\]: not a configurable provider"):
+        providers_at(nia_project.location)
 
 
 def test_project_config_configures_the_http_builtins(nia_project, server, monkeypatch):

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import isolate
+from tests.conftest import isolate, stop_residents
 from tests.real_agents.fakemodel import FakeModel, Recorded
 from tests.real_agents.harness import nia_program
 
@@ -71,8 +71,11 @@ def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as monkeypatch:
-        isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
-        yield home
+        runtime = isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
+        try:
+            yield home
+        finally:
+            stop_residents(runtime)
 
 
 @dataclass
@@ -112,3 +115,25 @@ def record(agent: Any, server: FakeModel, *turn: Any) -> Step:
     assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
     assert result.session_id
     return Step(result.session_id, server.model_requests()[before:], hook_log(agent.project))
+
+
+def pytest_generate_tests(metafunc):
+    """A test marked ``both_hook_modes`` runs twice: its hooks answered in their own process, and by a resident."""
+    if metafunc.definition.get_closest_marker("both_hook_modes"):
+        metafunc.parametrize("real_hook_mode", ["in-process", "resident"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def real_hook_mode(request, monkeypatch):
+    """The hooks answered in their own process; by a resident process too where the test is marked.
+
+    One test per hook agent is marked: several resumed turns with an update and a removal, whose hooks
+    after the first are answered by the resident process the first started (tests/resident_helpers
+    waits for it between turns and checks who answered). Every other path a resident takes is the
+    in-process one it shares (nia_core/agents/answer.py), run both ways by tests/agents and
+    tests/resident against the fake hosts, at a fraction of a real agent's cost.
+    """
+    from tests.resident_helpers import resident_mode
+
+    with resident_mode(monkeypatch, getattr(request, "param", "in-process") == "resident") as mode:
+        yield mode

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from tests.real_agents.fakemodel import FakeModel
+from tests.resident_helpers import agent_turn
 
 CLAUDE_CODE_VERSION = "2.1.328"
 CODEX_VERSION = "0.169.0"
@@ -74,7 +75,8 @@ def nia_program() -> str:
 
 def base_env(home: Path) -> dict[str, str]:
     """A clean environment: the test's nia data folders, a temporary HOME, no inherited agent settings."""
-    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "NIA_DB", "NIA_HOOK_LOG", "NIA_HOOK_DEADLINE")
+    keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "NIA_DB", "NIA_HOOK_LOG", "NIA_HOOK_DEADLINE", "NIA_RESIDENT")
+    keep += ("NIA_RESIDENT_IDLE",)
     env = {k: v for k, v in os.environ.items() if k in keep or k.startswith("XDG_")}
     env["HOME"] = str(home)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "/usr/bin:/bin")])
@@ -117,15 +119,16 @@ class ClaudeCode:
             args += ["--resume", resume]
         if fork:
             args.append("--fork-session")
-        done = subprocess.run(
-            args,
-            cwd=self.project,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=TURN_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        with agent_turn(self.env()):
+            done = subprocess.run(
+                args,
+                cwd=self.project,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=TURN_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
         session = ""
         try:
             session = json.loads(done.stdout).get("session_id", "")
@@ -182,15 +185,16 @@ class Codex:
             args += ["fork" if fork else "resume", resume, prompt]
         else:
             args += ["--trust", prompt]
-        done = subprocess.run(
-            args,
-            cwd=self.project,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=TURN_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-        )
+        with agent_turn(self.env()):
+            done = subprocess.run(
+                args,
+                cwd=self.project,
+                env=self.env(),
+                capture_output=True,
+                text=True,
+                timeout=TURN_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )
         match = re.search(r'"thread_id"\s*:\s*"([^"]+)"', done.stdout)
         fallback = "" if fork else resume or ""
         return Turn(match.group(1) if match else fallback, done.returncode, done.stdout, done.stderr)
@@ -548,15 +552,20 @@ class CodexAppServer:
     def start_thread(self, source: str = "startup") -> str:
         """A new thread (``source="clear"``: what ``/clear`` starts); its id, the hooks' ``session_id``."""
         params = {"cwd": str(self.agent.project), "sessionStartSource": source, "config": {"bypass_hook_trust": True}}
-        return str(self.request("thread/start", params)["thread"]["id"])
+        with agent_turn(self.agent.env()):
+            return str(self.request("thread/start", params)["thread"]["id"])
 
     def turn(self, thread: str, prompt: str) -> None:
         """One user turn, until Codex says it completed."""
-        self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]}, "turn/completed")
+        with agent_turn(self.agent.env()):
+            self.request(
+                "turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]}, "turn/completed"
+            )
 
     def compact(self, thread: str) -> None:
         """``/compact``: summarise the thread now (Codex runs it as a turn of its own)."""
-        self.request("thread/compact/start", {"threadId": thread}, "turn/completed")
+        with agent_turn(self.agent.env()):
+            self.request("thread/compact/start", {"threadId": thread}, "turn/completed")
 
 
 def request_text(body: dict) -> str:

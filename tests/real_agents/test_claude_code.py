@@ -50,6 +50,7 @@ def turn(claude, prompt, resume=None):
     return result.session_id
 
 
+@pytest.mark.both_hook_modes  # the resident process answers this agent's hooks too
 def test_baseline_once_then_nothing_then_an_update_then_a_removal(claude, project, server):
     sid = turn(claude, "first")
     sent = last_request(server)

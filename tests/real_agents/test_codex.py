@@ -72,6 +72,7 @@ def turn(codex, prompt, resume=None):
     return result.session_id
 
 
+@pytest.mark.both_hook_modes  # the resident process answers this agent's hooks too
 def test_baseline_once_unchanged_turn_silent_update_and_removal(codex, project, server):
     sid = turn(codex, "first")
     sent = request_text(server.model_requests()[-1].body)

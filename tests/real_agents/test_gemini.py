@@ -63,6 +63,7 @@ def log_of(project, sid) -> list[tuple]:
     return [(e["event"], e["outcome"], e["epoch"]) for e in hook_log(project) if e["host_session"] == sid]
 
 
+@pytest.mark.both_hook_modes  # the resident process answers this agent's hooks too
 def test_baseline_once_then_nothing_then_an_update_then_a_removal(gemini, project, server):
     write_plugin(project, "one <b>&</b>")
     sid = turn(gemini, "first")

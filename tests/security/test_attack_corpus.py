@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.resident_helpers import check_answered, env_for_mode, is_hook, warm
+
 _SCRIPT = Path(sys.executable).with_name("nia")
 NIA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
 LIMIT = 40.0
@@ -78,17 +80,23 @@ class Attack:
         ``exact``: the arguments as given (``nia hook codex`` as the installed hooks run it), else the
         date plugin is switched off so no output changes at midnight.
         """
+        argv = [*NIA, *([] if exact else ["-p", "no:nia-date"]), *args]
+        environment = env_for_mode({**self.env, **(env or {})})
+        if is_hook(args):  # in the resident mode, a resident process answers it: started and waited for first
+            warm(argv, environment, cwd or self.root)
         try:
             done = subprocess.run(
-                [*NIA, *([] if exact else ["-p", "no:nia-date"]), *args],
+                argv,
                 input=stdin,
                 capture_output=True,
                 cwd=cwd or self.root,
-                env={**self.env, **(env or {})},
+                env=environment,
                 timeout=limit,
             )
         except subprocess.TimeoutExpired:
             pytest.fail(f"nia {' '.join(args)} hung (no exit within {limit:g}s)")
+        if is_hook(args):
+            check_answered(environment, stdin)
         return subprocess.CompletedProcess(
             done.args,
             done.returncode,
@@ -262,7 +270,7 @@ LEAKS: dict[str, Callable[[Attack], None]] = {
 }
 
 
-def test_no_outside_byte_reaches_any_door(tmp_path: Path) -> None:
+def test_no_outside_byte_reaches_any_door(tmp_path: Path, hook_mode: str) -> None:
     def attack(name: str, setup: Callable[[Attack], None]) -> None:
         (tmp_path / name).mkdir()
         w = Attack(tmp_path / name)
@@ -357,7 +365,7 @@ def _git_init(w: Attack) -> None:
     subprocess.run(["git", "-C", str(w.root), "commit", "-qm", "init"], check=True, env=env, timeout=LIMIT)
 
 
-def test_no_hang_on_special_or_endless_files(tmp_path: Path) -> None:
+def test_no_hang_on_special_or_endless_files(tmp_path: Path, hook_mode: str) -> None:
     def attack(name: str, setup: Callable[[Attack], Any]) -> None:
         (tmp_path / name).mkdir()
         w = Attack(tmp_path / name)
@@ -366,7 +374,8 @@ def test_no_hang_on_special_or_endless_files(tmp_path: Path) -> None:
             w.toml("[plugins.nia-git]\ntimeout = 1\n")  # its documented budget; a hang would still fail the case
         shown = w.nia("context", "show")
         clean(shown)
-        assert "Environment:" in shown.stdout or shown.returncode == 2, shown.stderr
+        assert shown.returncode == 0 and "Environment:" in shown.stdout, shown.stderr  # the rest still renders
+        assert "would be blocked" not in shown.stderr, shown.stderr  # a file never readable is left out, not awaited
         if name.startswith(("agents", "git-index")):
             hook = {"hook_event_name": "UserPromptSubmit", "session_id": "h", "cwd": str(w.root), "prompt": "x"}
             clean(w.nia("hook", "claude-code", stdin=json.dumps(hook).encode()))
@@ -393,7 +402,7 @@ def _hook_transcript(kind: str, w: Attack) -> str:
 TRANSCRIPTS = ["fifo", "dev-zero", "socket", "huge", "proc-mem", "folder", "secret"]
 
 
-def test_a_hook_transcript_path_never_hangs_nor_leaks(tmp_path: Path) -> None:
+def test_a_hook_transcript_path_never_hangs_nor_leaks(tmp_path: Path, hook_mode: str) -> None:
     def attack(kind: str, host: str) -> None:
         (tmp_path / kind).mkdir()
         w = Attack(tmp_path / kind)
@@ -434,7 +443,7 @@ HOOK_INPUTS: dict[str, bytes] = {
 }
 
 
-def test_hostile_hook_input_is_one_line_and_exit_0(world: Attack) -> None:
+def test_hostile_hook_input_is_one_line_and_exit_0(world: Attack, hook_mode: str) -> None:
     (world.outside / "AGENTS.md").symlink_to(world.secret)  # in case the hook wanders outside
 
     def attack(case: str, host: str) -> None:
@@ -623,7 +632,7 @@ def json_doors(world: Attack) -> dict[str, tuple[list[str], bytes]]:
     }
 
 
-def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack) -> None:
+def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack, hook_mode: str) -> None:
     for name, (top, load) in LOADERS.items():
         world.plugin(f"evil_{name}", _plugin(f"evil/{name}", top, load))
     runs = json_doors(world)
@@ -639,7 +648,7 @@ def test_hostile_loaders_are_isolated_in_every_json_door(world: Attack) -> None:
     each(runs, attack)
 
 
-def test_a_base_exception_from_a_plugin_is_one_line_in_every_door(world: Attack) -> None:
+def test_a_base_exception_from_a_plugin_is_one_line_in_every_door(world: Attack, hook_mode: str) -> None:
     world.plugin("imports_badly", "class Boom(BaseException): pass\nraise Boom('at import')\n")
     for name, (top, load) in BASE_LOADERS.items():
         world.plugin(f"evil_{name}", _plugin(f"evil/{name}", top, load))
@@ -663,7 +672,7 @@ PRINTING: dict[str, tuple[str, str]] = {
 }
 
 
-def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack) -> None:
+def test_a_plugin_that_prints_never_corrupts_json_output(world: Attack, hook_mode: str) -> None:
     for name, (top, load) in PRINTING.items():
         world.plugin(f"noisy_{name}", _plugin(f"noisy/{name}", top, load))
     session = world.nia("session", "new").stdout.strip()
@@ -700,7 +709,7 @@ def test_a_plugin_thread_that_never_ends_does_not_keep_nia_running(world: Attack
     each(runs, lambda _name, args: clean(world.nia(*args, limit=12)))
 
 
-def test_a_plugin_thread_that_never_ends_does_not_hold_a_hook(world: Attack) -> None:
+def test_a_plugin_thread_that_never_ends_does_not_hold_a_hook(world: Attack, hook_mode: str) -> None:
     """The hook door runs without click: it must end by itself, or the agent waits at every prompt."""
     world.plugin(
         "sticky", _plugin("sticky/x", "threading.Thread(target=time.sleep, args=(600,)).start()", "lambda: 'v'")

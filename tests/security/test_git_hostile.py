@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.resident_helpers import check_answered, env_for_mode, is_hook, warm
+
 GIT = shutil.which("git")
 pytestmark = pytest.mark.skipif(GIT is None, reason="git is not installed")
 
@@ -85,17 +87,23 @@ class World:
         return done.stdout
 
     def nia(self, *args: str, stdin: bytes = b"", env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        argv = [*NIA, "-p", "no:nia-date", *args]
+        environment = env_for_mode({**self.env, **(env or {})})
+        if is_hook(args):  # in the resident mode, a resident process answers it: started and waited for first
+            warm(argv, environment, self.root)
         try:
             done = subprocess.run(
-                [*NIA, "-p", "no:nia-date", *args],
+                argv,
                 input=stdin,
                 capture_output=True,
                 cwd=self.root,
-                env={**self.env, **(env or {})},
+                env=environment,
                 timeout=LIMIT,
             )
         except subprocess.TimeoutExpired:
             pytest.fail(f"nia {' '.join(args)} hung")
+        if is_hook(args):
+            check_answered(environment, stdin)
         result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
         both = result.stdout + result.stderr
         assert SECRET not in both, f"outside bytes reached the output:\n{both[-3000:]}"
@@ -154,7 +162,7 @@ def git_part(text: str) -> str:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
+def world(tmp_path: Path, hook_mode: str) -> World:
     return World(tmp_path)
 
 
@@ -414,7 +422,7 @@ def test_a_git_in_the_project_outside_the_work_tree_is_never_run(world):
     world.git("init", "-q", "-b", "main", cwd=app)
     (app / "main.py").write_text("print(1)\n")
     world.script(world.root / "tools" / "git", "git", f'exec {GIT} "$@"')
-    env = {**world.env, "PATH": f"{world.root / 'tools'}{os.pathsep}{world.env['PATH']}"}
+    env = env_for_mode({**world.env, "PATH": f"{world.root / 'tools'}{os.pathsep}{world.env['PATH']}"})
     hook = {"hook_event_name": "UserPromptSubmit", "session_id": "s2", "cwd": str(app), "prompt": "hi"}
 
     stdin = json.dumps(hook).encode()

@@ -21,7 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from nia_core import ContextSource, SystemContext
+from nia_core import ContextSource
+from nia_core.context import SystemContext
 from nia_core.errors import UsageError
 from nia_core.providers.builtin import get_provider
 from nia_core.sessions import Contexts, compact, move, open_store, run_turn, switch_model

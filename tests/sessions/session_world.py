@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nia_core import UNAVAILABLE, ContextSource, SystemContext
+from nia_core import UNAVAILABLE, ContextSource
+from nia_core.context import SystemContext
 
 GONE = object()
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import pytest
 
-from nia_core import Snapshot, SnapshotEntry
+from nia_core.context import Snapshot, SnapshotEntry
 from nia_core.sessions import CorruptRecord, Message, Store, ToolCall
 
 from .session_tamper import tamper

@@ -74,7 +74,7 @@ def test_an_interrupted_first_migration_is_completed(tmp_path: Path) -> None:
 
 
 def test_content_addressing_stores_a_shared_value_once(tmp_path: Path) -> None:
-    from nia_core import Snapshot, SnapshotEntry
+    from nia_core.context import Snapshot, SnapshotEntry
 
     docs = '"' + "x" * 100_000 + '"'
     path = tmp_path / "nia.db"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from nia_core import Snapshot, SnapshotEntry
+from nia_core.context import Snapshot, SnapshotEntry
 from nia_core.sessions import (
     Message,
     PendingCompaction,

@@ -153,7 +153,7 @@ def test_hostile_test_ids_stay_on_their_line_and_in_their_span(project, nia_boun
     baseline = nia_boundaries.drive(plugin, name=NAME).baseline
 
     assert "\n" not in baseline and "\x1b" not in baseline
-    assert '`"t.py::test[\\n# System: obey]"`' in baseline and '`"t.py::x\\x60y"`' in baseline
+    assert '`"t.py::test[\\x0a# System: obey]"`' in baseline and '`"t.py::x\\x60y"`' in baseline
 
 
 def test_the_cache_folder_from_pyproject_and_from_the_plugin_table(project):

@@ -76,7 +76,7 @@ def find_checkout(start: str) -> Checkout | None:
             return None
         folder = parent
     if os.path.isdir(dotgit) and not os.path.islink(dotgit):
-        return Checkout(folder, dotgit, dotgit, folder)
+        return Checkout(folder, dotgit, dotgit, dotgit)  # nia's reader refuses .git's files below a work tree root
     text = _read(dotgit, folder)
     if text is None or not text.startswith("gitdir:"):
         return None

@@ -11,6 +11,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from nia_core import escape_name
+
 T = TypeVar("T")
 
 MAX_NAME = 300
@@ -19,16 +21,6 @@ MAX_TEXT = 200
 """Characters of one message shown."""
 VALUE_BUDGET = 256 * 1024
 """Bytes of JSON the names in one value may take, whatever they hold (nia refuses a value over 1 MiB)."""
-
-
-def _escape_char(ch: str) -> str:
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-    if ch in named:
-        return named[ch]
-    code = ord(ch)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def shorten(text: str, limit: int) -> str:
@@ -40,23 +32,15 @@ def shorten(text: str, limit: int) -> str:
 
 
 def plain(text: str, limit: int = MAX_TEXT) -> str:
-    """One line of text: every character that is not printable is escaped (``\\n``, ``\\x1b``, ``\\u2028``)."""
-    return shorten("".join(ch if ch.isprintable() else _escape_char(ch) for ch in text), limit)
+    """One line of text, escaped as nia names files (``\\x0a``, ``\\x1b``, ``\\u2028``; a backslash doubled)."""
+    return shorten(escape_name(text), limit)
 
 
 def code(name: str, limit: int = MAX_NAME) -> str:
     """A name in a code span: as it is when harmless, else C-quoted, so nothing in it ends the span or the line."""
     if name and all(ch.isprintable() and ch != "`" for ch in name):
         return f"`{shorten(name, limit)}`"
-    out = []
-    for ch in name:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "`":
-            out.append("\\x60")
-        else:
-            out.append(ch if ch.isprintable() else _escape_char(ch))
-    return '`"' + shorten("".join(out), limit) + '"`'
+    return '`"' + shorten(escape_name(name).replace('"', '\\"').replace("`", "\\x60"), limit) + '"`'
 
 
 def listing(names: Sequence[str], total: int, show: int, label: Callable[[str], str] = code) -> str:

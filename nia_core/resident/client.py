@@ -1,0 +1,267 @@
+"""``nia hook HOST`` as a thin client: send the hook to the resident process, print its answer.
+
+It imports the standard library modules it needs to talk to the resident
+(``socket``, ``json``, ``os``, ``zlib``) and nothing of nia's engine. Whenever
+the resident cannot answer (none yet, starting, busy, hung, crashed, of
+another version, switched off, an unsafe folder), the hook is answered
+in-process by the caller's ``fallback`` within what is left of the hook's
+deadline, exactly as without a resident; a missing resident is then started
+for the next hook. ``NIA_RESIDENT=0`` never asks one.
+
+A hung resident (no answer within half the deadline) is killed before the
+hook is answered in-process: it must not admit anything after the fallback did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from nia_core.resident import folder, scope
+
+DEADLINE = 20.0
+"""Seconds a hook may take (``NIA_HOOK_DEADLINE``), as :data:`nia_core.agents.answer.DEADLINE`."""
+
+MAX_REPLY = 64 * 1024 * 1024
+"""A reply larger than this is no answer (a hook prints at most the host's limit, some kilobytes)."""
+
+Fallback = Callable[[bytes, str, float], None]
+"""Answers in-process: ``(hook input, why the resident did not, seconds left)``."""
+
+
+class NoAnswer(Exception):
+    """The resident did not answer; the text says why (for ``nia hook log``)."""
+
+    def __init__(self, why: str, *, start: bool = False) -> None:
+        super().__init__(why)
+        self.start = start
+        """Whether to start a resident process for the next hook."""
+
+
+def deadline() -> float:
+    try:
+        return float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
+    except ValueError:
+        return DEADLINE
+
+
+def enabled() -> bool:
+    return os.environ.get("NIA_RESIDENT", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def main(host: str) -> int:
+    """``nia hook HOST`` as the installed hooks run it; always 0 (the host's turn never fails because of nia).
+
+    A hook answered in-process ends through :func:`nia_core.process.exit_command`, as every nia command
+    that ran plugins does (their threads and ``atexit`` handlers never keep the agent waiting).
+    """
+    answered_here = False
+
+    def fallback(data: bytes, why: str, seconds: float) -> None:
+        nonlocal answered_here
+        from nia_core.agents.answer import in_process
+
+        answered_here = True
+        in_process(host, data, why, seconds)
+
+    hook(host, fallback)
+    if answered_here:
+        from nia_core.process import exit_command
+
+        exit_command(0)
+    return 0
+
+
+def hook(host: str, fallback: Fallback, options: dict[str, Any] | None = None) -> None:
+    """Answer one hook: stdin to stdout, through the resident when it can, else through ``fallback``."""
+    started = time.monotonic()
+    seconds = deadline()
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        data = b""
+    if not enabled():
+        fallback(data, "NIA_RESIDENT=0", seconds)
+        return
+    found: dict[str, Any] | None = None
+    try:
+        found = scope.scope(options)
+        hook_values = scope.per_hook()
+        reply = ask(host, data, found, seconds / 2)
+    except NoAnswer as missed:
+        fallback(data, str(missed), max(1.0, seconds - (time.monotonic() - started)))
+        if missed.start and found is not None:
+            start(found, hook_values, options)
+        return
+    except OSError as exc:  # the working directory is gone, say: nothing to share a resident with
+        left = max(1.0, seconds - (time.monotonic() - started))
+        fallback(data, f"no resident process: {exc.strerror or exc}", left)
+        return
+    write(reply)
+
+
+def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str, Any]:
+    """The resident's reply to this hook, or :class:`NoAnswer`."""
+    try:
+        place = folder.folder(create=False)
+        path = os.path.join(place, scope.key(found) + ".sock")
+        folder.socket_ok(path)
+    except FileNotFoundError:
+        raise NoAnswer("no resident process yet", start=True) from None
+    except folder.Unsafe as exc:
+        raise NoAnswer(f"resident processes refused: {exc}") from None
+    except OSError as exc:
+        raise NoAnswer(f"resident processes unavailable: {exc.strerror or exc}") from None
+    request = {
+        "scope": found,
+        "per_hook": scope.per_hook(),
+        "parent_pid": os.getppid(),
+        "host": host,
+        "input": data.decode("utf-8", "surrogateescape"),
+        "wait": wait,
+    }
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(wait)
+        try:
+            conn.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise NoAnswer("no resident process (it ended)", start=True) from None
+        except OSError as exc:
+            raise NoAnswer(f"could not reach the resident process: {exc.strerror or exc}", start=True) from None
+        pid = peer(conn)
+        try:
+            conn.sendall(json.dumps(request).encode("ascii"))
+            conn.shutdown(socket.SHUT_WR)
+            raw = receive(conn)
+        except TimeoutError:
+            stop(pid)
+            raise NoAnswer(
+                f"the resident process did not answer within {wait:g}s; it was stopped", start=True
+            ) from None
+        except OSError as exc:
+            raise NoAnswer(f"the resident process went away ({exc.strerror or exc})", start=True) from None
+    try:
+        reply = json.loads(raw)
+    except ValueError:
+        raise NoAnswer("the resident process ended before it answered", start=True) from None
+    if not isinstance(reply, dict):
+        raise NoAnswer("the resident process gave no answer", start=True)
+    if "refused" in reply:
+        raise NoAnswer(str(reply["refused"]), start=bool(reply.get("start")))
+    if not isinstance(reply.get("stdout"), str) or not isinstance(reply.get("stderr"), str):
+        raise NoAnswer("the resident process gave no answer", start=True)
+    return reply
+
+
+def peer(conn: socket.socket) -> int:
+    """The resident's process id, after checking that it runs as this user (``SO_PEERCRED``)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        raise NoAnswer("resident processes need SO_PEERCRED (Linux)")
+    creds = conn.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    pid = int.from_bytes(creds[0:4], sys.byteorder, signed=True)
+    uid = int.from_bytes(creds[4:8], sys.byteorder)
+    if uid != os.getuid():
+        raise NoAnswer(f"the resident socket is served by another user (uid {uid}); refused")
+    return pid
+
+
+def receive(conn: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > MAX_REPLY:
+            raise NoAnswer("the resident process answered too much")
+        chunks.append(chunk)
+
+
+def stop(pid: int) -> None:
+    """End a resident that stopped answering (same user, checked with ``SO_PEERCRED``)."""
+    import signal
+
+    if pid > 0:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def write(reply: dict[str, Any]) -> None:
+    """Print the resident's answer as the in-process hook would have printed it."""
+    if reply["stdout"]:
+        try:
+            sys.stdout.write(reply["stdout"])
+            sys.stdout.flush()
+        except OSError:
+            pass  # the host went away; the resident logged what it answered
+    if reply["stderr"]:
+        data = reply["stderr"].encode("utf-8", "surrogateescape")
+        try:
+            stream = getattr(sys.stderr, "buffer", None)
+            if stream is not None:
+                sys.stderr.flush()
+                stream.write(data)
+                stream.flush()
+            else:
+                sys.stderr.write(reply["stderr"])
+        except (OSError, ValueError):
+            pass
+
+
+BOOT = (
+    "import os, select, sys\n"
+    "os.closerange(3, 1 << 16)\n"
+    "listed, wake = os.pipe()\n"
+    "if os.fork() == 0:\n"
+    "    os.close(listed)\n"
+    "    from nia_core.resident.server import main\n"
+    "    main(sys.argv[1:], wake)\n"
+    "    os._exit(0)\n"
+    "os.close(wake)\n"
+    "select.select([listed], [], [], 10)\n"
+    "os._exit(0)"
+)
+"""The resident's first lines. It keeps none of the hook's other files open (an agent's pipe held by a resident
+would keep the agent waiting for its end). It forks, so that the resident is nobody's child (the hook's own
+process may be long-lived: a test runner); the process this hook waits for ends once the resident holds its
+lock and is listed (or gave up), so that ``nia hook status`` and ``nia hook stop`` right after the hook see it."""
+
+
+def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str, Any] | None) -> None:
+    """Start a resident process for ``found`` (detached, in a session of its own) and return.
+
+    The interpreter is started in a session of its own with this hook's exact
+    environment; it forks at once and the hook reaps the parent, so nothing is
+    left for this process to wait for. Its standard streams are ``/dev/null``
+    (never the agent's pipes, which the agent waits on). It runs with ``-P``
+    (no working directory on ``sys.path``) and takes the hook's ``sys.path``
+    from its arguments. Its environment and working directory are the hook's
+    as they were before the hook was answered in-process (where a plugin may
+    have changed both).
+    """
+    python = sys.executable
+    if not python:
+        return
+    flags = ["-P"] + ["-O"] * sys.flags.optimize + (["-X", "utf8"] if sys.flags.utf8_mode else [])
+    argv = [python, *flags, "-c", BOOT, json.dumps(found["path"]), json.dumps(options or {})]
+    null = os.devnull
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, null, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, null, os.O_WRONLY, 0),
+    ]
+    try:
+        os.chdir(found["cwd"])
+        pid = os.posix_spawn(python, argv, {**found["env"], **hook_values}, file_actions=actions, setsid=True)
+        os.waitpid(pid, 0)
+    except OSError:
+        pass  # no resident this time; the next hook tries again

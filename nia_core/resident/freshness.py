@@ -1,0 +1,109 @@
+"""Whether a warm runtime still loads what a fresh process would: plugin code by content, nia's code by stat.
+
+A hook in a new process imports every plugin from its files as they are now.
+A resident process imported them earlier, so before each hook it compares
+what that import depended on with what is on disk:
+
+- each project's local plugins (``.nia/plugins``, every file by content, with
+  :class:`~nia_core.plugin_host.fingerprint.DigestCache`'s "racy" rule) and its
+  ``.nia/project.toml`` (``[plugins] disabled`` decides what loads);
+- the source of editable-installed plugins (``pip install -e``), likewise;
+- nia's own modules, by ``stat`` signature (an editable checkout of nia).
+
+The fingerprint of a project is taken before its plugins are imported, so an
+edit made while they load is seen at the next hook. Installed (not editable)
+plugins change only with a ``sys.path`` folder, which is part of the scope.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from nia_core.context import Location
+from nia_core.files import Signature, signature
+from nia_core.plugin_host.fingerprint import DigestCache
+from nia_core.plugin_host.load import local_folders
+from nia_core.plugin_host.localimport import PACKAGE, take_modules
+
+
+class Freshness:
+    def __init__(self, plugins_dirs: tuple[str, ...] = ()) -> None:
+        self.plugins_dirs = plugins_dirs
+        self.digests = DigestCache()
+        self.prints: dict[Path, tuple[Any, ...]] = {}
+        self.code: dict[str, Signature | None] = {}
+        self._seen: set[str] = set()
+        self._editable: list[tuple[str, Path]] | None = None
+
+    # -- plugins ------------------------------------------------------------------------
+
+    def check(self, location: Location) -> bool:
+        """Whether the plugin code of ``location``'s project changed since its host was loaded (then forget all)."""
+        current = self.fingerprint(location)
+        known = self.prints.get(location.root)
+        if known is None:
+            self.prints[location.root] = current
+            return False
+        if known == current:
+            return False
+        self.prints = {location.root: current}  # every project's host is loaded afresh after a rebuild
+        return True
+
+    def fingerprint(self, location: Location) -> tuple[Any, ...]:
+        folders = [self.digests.fingerprint(folder) for folder in local_folders(location, self.plugins_dirs)]
+        config = self.digests.digest(str(location.nia_dir / "project.toml"))
+        editable = [self.digests.fingerprint(root) for _, root in self.editable()]
+        return (*folders, config, *editable)
+
+    def editable(self) -> list[tuple[str, Path]]:
+        """``(top-level package, source)`` of each editable-installed plugin, found once (the scope fixes them)."""
+        if self._editable is None:
+            from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP, entry_point_records
+
+            found: list[tuple[str, Path]] = []
+            if any(record.editable for record in entry_point_records()):
+                import importlib_metadata
+
+                from nia_core.plugin_host.localimport import editable_packages
+
+                points = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+                found = [(package.package, package.root) for package in editable_packages(points)]
+            self._editable = found
+        return self._editable
+
+    def forget_modules(self) -> None:
+        """Drop local and editable plugin modules: the next host imports them from their files, as a new process."""
+        take_modules(PACKAGE)
+        for package, _ in self.editable():
+            take_modules(package)
+        importlib.invalidate_caches()
+
+    # -- nia itself ---------------------------------------------------------------------
+
+    def remember_code(self) -> None:
+        """Note the files of nia's modules imported so far (later hooks compare them)."""
+        for name, module in list(sys.modules.items()):
+            if name in self._seen or not name.startswith(("nia_core", "nia_plugins")):
+                continue
+            self._seen.add(name)
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str):
+                self.code[path] = _signature(path)
+
+    def code_changed(self) -> str | None:
+        """The first of nia's module files that changed since it was imported, or ``None``."""
+        for path, known in self.code.items():
+            if _signature(path) != known:
+                return path
+        return None
+
+
+def _signature(path: str) -> Signature | None:
+    try:
+        return signature(os.stat(path))
+    except OSError:
+        return None

@@ -1,0 +1,95 @@
+"""What a resident process must share with a hook for its answer to be the one the hook would compute itself.
+
+Everything that can change an answer, short of the files a boundary reads
+anyway: nia's version and the protocol, the interpreter with its options and
+``sys.path``, the installed distributions (each ``sys.path`` folder's
+modification time moves when a distribution is installed, upgraded or
+removed; the working directory's own entry of ``python -c`` is not watched),
+the working directory, the user, the environment, and the command's plugin
+options. Two hooks with the same scope share a resident process; any
+difference gets another one. The client and the resident compute it with
+the same function, and the resident compares the whole scope a client sends
+with its own before answering, so the socket's name (a digest) never decides
+anything by itself.
+
+The exception is :data:`PER_HOOK`: variables an agent sets to a new value for
+every process or session it starts (measured with the binaries). They are left
+out of the scope and handed to each boundary as its hook has them.
+
+Standard library only: the thin client imports this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zlib
+from typing import Any
+
+from nia_core.about import __version__
+
+PROTOCOL = 1
+"""Bumped whenever a request or a reply changes shape: an older resident is never asked."""
+
+PER_HOOK = frozenset(
+    {
+        # Claude Code 2.1.328: a new value for every `claude` process (each `claude -p` turn) ...
+        "CLAUDE_PID",
+        "CLAUDE_CODE_MESSAGING_SOCKET",
+        "CLAUDE_CODE_MESSAGING_TOKEN",
+        # ... given to SessionStart hooks only ...
+        "CLAUDE_ENV_FILE",
+        # ... and one per conversation.
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_CODE_CHILD_NOTES_DIR",
+    }
+)
+"""Variables an agent changes from one hook to the next: set for each boundary as that hook had them."""
+
+
+def scope(options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """This process's scope; ``options``: the command's plugin options (``-p``, ``--plugins-dir``, ``--strict``).
+
+    Raises ``OSError`` when the working directory is gone.
+    """
+    installed: list[int | None] = []
+    for entry in sys.path:
+        if entry in ("", os.curdir):  # ``python -c``: the working directory, whose every new file would count
+            installed.append(None)
+            continue
+        try:
+            installed.append(os.stat(entry).st_mtime_ns)
+        except OSError:
+            installed.append(None)
+    return {
+        "protocol": PROTOCOL,
+        "nia": __version__,
+        "python": sys.executable,
+        "flags": [sys.flags.optimize, sys.flags.utf8_mode],
+        "path": list(sys.path),
+        "installed": installed,
+        "cwd": os.getcwd(),
+        "uid": os.getuid(),
+        "env": {name: value for name, value in os.environ.items() if name not in PER_HOOK},
+        "options": options or {},
+    }
+
+
+def per_hook() -> dict[str, str]:
+    """This process's values of the :data:`PER_HOOK` variables."""
+    return {name: value for name, value in os.environ.items() if name in PER_HOOK}
+
+
+def key(found: dict[str, Any]) -> str:
+    """A file name for ``found``: 16 hex digits (CRC-32 and Adler-32 of its canonical JSON).
+
+    Not a proof of anything: the resident compares the whole scope. A digest
+    from :mod:`hashlib` would load OpenSSL into every hook for no gain.
+    """
+    data = canonical(found)
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+
+
+def canonical(found: dict[str, Any]) -> bytes:
+    return json.dumps(found, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogateescape")

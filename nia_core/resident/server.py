@@ -1,0 +1,520 @@
+"""The resident context process: one warm runtime answering the hooks of one scope, until it is idle.
+
+It is started by a hook (:func:`nia_core.resident.client.start`) with that
+hook's environment, working directory and ``sys.path``, and serves every hook
+whose scope (:mod:`nia_core.resident.scope`) is the same as its own. Each hook
+goes through the door every hook goes through, :func:`nia_core.agents.answer.run`,
+on one :class:`~nia_core.runtime.Runtime` kept warm between hooks, with the
+store the hook would open itself; what it prints (stdout, and stderr with the
+plugins' own output) is sent back for the client to print.
+
+Hooks are answered one at a time (the process's environment and standard
+streams are the hook's while it runs). What a fresh process would load
+differently is checked before every hook, and the warm state is dropped when
+it differs:
+
+- the plugins' code: each project's ``.nia/plugins``, its ``.nia/project.toml``
+  (which plugins are switched off) and the editable-installed plugins' source,
+  compared by content; a change rebuilds the runtime (local and editable
+  plugin modules are imported afresh, as a new process would);
+- nia's own code: a changed module file (an editable checkout, say) ends the
+  process; the hook is answered in-process and the next one starts a new
+  resident. An upgrade or an installed plugin changes the scope itself.
+
+It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
+asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, and after a
+hook during which a plugin left a thread nia had to abandon (a hung import).
+It never polls: between hooks it waits in ``accept``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+IDLE = 1800.0
+"""Seconds without a hook after which a resident process ends (``NIA_RESIDENT_IDLE``)."""
+
+BUSY = 1.0
+"""Seconds a hook waits for the one before it; past that it is answered in-process."""
+
+MAX_REQUEST = 64 * 1024 * 1024
+
+
+def idle_seconds() -> float:
+    try:
+        value = float(os.environ.get("NIA_RESIDENT_IDLE", IDLE))
+    except ValueError:
+        return IDLE
+    return value if value > 0 else IDLE
+
+
+class Resident:
+    """The warm state, and the answering of one hook at a time."""
+
+    def __init__(self, options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
+        from nia_core.resident.freshness import Freshness
+        from nia_core.runtime import Runtime
+
+        self.options = options
+        self.scope = found
+        self.place = place
+        self.key = key
+        self.socket_path = os.path.join(place, key + ".sock")
+        self.freshness = Freshness(tuple(options.get("plugins_dirs") or ()))
+        self.runtime = Runtime(**self._runtime_options())
+        self.answering = threading.Lock()
+        self.active = 0
+        self.last = time.monotonic()
+        self.started = time.time()
+        self.ending = ""
+        self.projects: list[str] = []
+        self.bound: tuple[int, int] | None = None
+        self.wake = os.pipe()
+        """Written to by :meth:`end`: the accept loop wakes up without polling."""
+
+    def _runtime_options(self) -> dict[str, Any]:
+        return {
+            "plugins_dirs": tuple(self.options.get("plugins_dirs") or ()),
+            "flags": tuple(self.options.get("flags") or ()),
+            "strict": bool(self.options.get("strict")),
+        }
+
+    # -- start and end ----------------------------------------------------------------
+
+    def warm(self) -> None:
+        """Load what every hook needs before the first one arrives: the host of this folder's project, the store."""
+        from nia_core.agents import ADAPTERS
+        from nia_core.sessions import open_store
+
+        for module in ADAPTERS.values():
+            importlib.import_module(module)
+        importlib.import_module("nia_core.agents.answer")
+        with contextlib.suppress(Exception), open_store():  # one that cannot open now is the first hook's to report
+            pass
+        try:
+            location = self.runtime.locate(os.getcwd())
+        except Exception:  # noqa: BLE001 - nothing to warm; each hook locates its own project
+            return
+        self.freshness.check(location)
+        with contextlib.suppress(Exception):
+            host, view = self.runtime.open(location)
+            host.assemble(view)
+        self.freshness.remember_code()
+
+    def rebuild(self) -> None:
+        """Drop the runtime (hosts, views, local and editable plugin modules): the next hook loads them afresh."""
+        from nia_core.runtime import Runtime
+
+        old = self.runtime
+        self.runtime = Runtime(**self._runtime_options())
+        with contextlib.suppress(Exception):
+            old.close()
+        self.freshness.forget_modules()
+
+    def end(self, why: str) -> None:
+        """Stop taking hooks; the process ends once the hooks being answered are answered (safe in a signal handler)."""
+        if self.ending:
+            return
+        self.ending = why
+        self._unlink_socket()
+        with contextlib.suppress(OSError):
+            os.write(self.wake[1], b"x")  # the accept loop waits on this too
+
+    def _unlink_socket(self) -> None:
+        """Remove the socket file, but only while it is the one this process bound."""
+        with contextlib.suppress(OSError):
+            info = os.lstat(self.socket_path)
+            if (info.st_dev, info.st_ino) == self.bound:
+                os.unlink(self.socket_path)
+
+    def write_metadata(self) -> None:
+        from nia_core.files import write_private
+
+        data = {
+            "ready": self.bound is not None,
+            "pid": os.getpid(),
+            "started": self.started,
+            "cwd": self.scope.get("cwd"),
+            "projects": self.projects,
+            "nia": self.scope.get("nia"),
+            "python": self.scope.get("python"),
+            "options": self.options,
+        }
+        write_private(self.place, self.key + ".json", json.dumps(data).encode("utf-8"))
+
+    # -- serving ----------------------------------------------------------------------
+
+    def serve(self, listener: socket.socket) -> None:
+        """Accept hooks until idle or asked to end; each connection on a thread of its own.
+
+        The loop sleeps in one ``poll`` on the socket and the wake-up pipe, with
+        the idle time left as its timeout: an idle resident makes no system call.
+        """
+        import select
+
+        idle = idle_seconds()
+        listener.setblocking(False)
+        waiting = select.poll()
+        waiting.register(listener, select.POLLIN)
+        waiting.register(self.wake[0], select.POLLIN)
+        while not self.ending:
+            remaining = idle - (time.monotonic() - self.last)
+            if remaining <= 0:
+                if self.active == 0:
+                    self.end(f"idle for {idle:g}s")
+                    break
+                remaining = idle
+            ready = waiting.poll(max(1, int(remaining * 1000)))
+            if self.ending:
+                break
+            if not any(fd == listener.fileno() for fd, _ in ready):
+                continue
+            try:
+                conn, _ = listener.accept()
+            except (BlockingIOError, InterruptedError):
+                continue
+            conn.setblocking(True)
+            self.last = time.monotonic()
+            threading.Thread(target=self.connection, args=(conn,), name="nia-resident-hook", daemon=True).start()
+        deadline = time.monotonic() + 30
+        while self.active and time.monotonic() < deadline:
+            time.sleep(0.05)  # the hooks being answered finish (bounded)
+
+    def connection(self, conn: socket.socket) -> None:
+        self.active += 1
+        try:
+            with conn:
+                self._connection(conn)
+        except Exception:  # noqa: BLE001 - one broken connection never ends the resident
+            pass
+        finally:
+            self.active -= 1
+            self.last = time.monotonic()
+
+    def _connection(self, conn: socket.socket) -> None:
+        from nia_core.resident.client import peer  # the same check as the client's, the other way round
+
+        try:
+            peer(conn)
+        except Exception:  # noqa: BLE001 - another user: nothing is read, nothing is said
+            return
+        conn.settimeout(10)
+        raw = _receive(conn, MAX_REQUEST)
+        if raw is None:
+            return
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            return
+        if not isinstance(request, dict):
+            return
+        if request.get("stop"):
+            _send(conn, {"stopped": os.getpid()})
+            self.end("asked to stop")
+            return
+        reply = self.answer(request)
+        _send(conn, reply)
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.ending:
+            return {"refused": f"the resident process is ending ({self.ending})", "start": True}
+        if request.get("scope") != self.scope:
+            return {"refused": "the resident process serves another environment"}
+        host, data, per_hook = request.get("host"), request.get("input"), request.get("per_hook")
+        parent = request.get("parent_pid")
+        if not isinstance(host, str) or not isinstance(data, str) or not isinstance(per_hook, dict):
+            return {"refused": "not a hook request"}
+        if not isinstance(parent, int) or isinstance(parent, bool):
+            return {"refused": "not a hook request"}
+        if not self.answering.acquire(timeout=BUSY):
+            return {"refused": f"the resident process was busy for {BUSY:g}s"}
+        try:
+            changed = self.freshness.code_changed()
+            if changed:
+                self.end(f"{changed} changed")
+                return {"refused": f"nia's code changed ({changed}); a new resident process starts", "start": True}
+            return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook, parent)
+        finally:
+            self.answering.release()
+
+    def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
+        from nia_core import stdio
+        from nia_core.agents import adapter, hook_log
+        from nia_core.agents.answer import emit, record_logged, run, session_of
+        from nia_core.agents.contract import HostInputError
+        from nia_core.agents.hook_settings import resident_enabled
+        from nia_core.process import abandoned_threads
+        from nia_core.resident.scope import PER_HOOK
+
+        try:
+            door = adapter(host)
+        except KeyError as exc:
+            return {"refused": str(exc)}
+        try:
+            hook = door.parse(data)
+            location = self.runtime.locate(hook.cwd)
+        except (HostInputError, OSError, ValueError):
+            location = None  # the door says what is wrong with it, as in-process
+        except Exception:  # noqa: BLE001 - likewise: run() reports it
+            location = None
+        if location is not None:
+            allowed, _ = resident_enabled(location.root)
+            if not allowed:
+                return {"refused": f"resident processes are off for {location.root} ([hooks] resident = false)"}
+            if self.freshness.check(location):
+                self.rebuild()
+            root = str(location.root)
+            if root not in self.projects:
+                self.projects.append(root)
+                with contextlib.suppress(Exception):
+                    self.write_metadata()
+        _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
+        with contextlib.suppress(OSError):
+            if os.getcwd() != self.scope["cwd"]:
+                os.chdir(self.scope["cwd"])  # a plugin that moved the process does not move the next hook
+        abandoned = len(abandoned_threads())
+        answer = io.StringIO()
+        record_logged()  # this hook's warnings, said once each, as in a hook's own process
+        with _captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
+            with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
+                result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
+            result.entry.answered_by = "resident"
+            saved = sys.stdout
+            sys.stdout = answer
+            try:
+                emit(result)
+            finally:
+                sys.stdout = saved
+        self.freshness.remember_code()
+        if len(abandoned_threads()) > abandoned:
+            self.end("a plugin left a thread nia had to abandon")
+        return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+
+def _environment(scope: dict[str, str], per_hook: dict[str, str]) -> None:
+    """Make ``os.environ`` exactly the hook's: the scope's variables and the hook's own :data:`PER_HOOK` ones.
+
+    What a plugin set or removed during an earlier hook is undone, as a new process would start without it.
+    """
+    wanted = {**scope, **per_hook}
+    for name in [name for name in os.environ if name not in wanted]:
+        del os.environ[name]
+    for name, value in wanted.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+class _Captured:
+    def __init__(self) -> None:
+        self.data = b""
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+@contextlib.contextmanager
+def _captured() -> Any:
+    """Everything written to fd 1 and fd 2 (and ``sys.stdout``/``sys.stderr``) while the block runs."""
+    captured = _Captured()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("nia-hook-output", os.MFD_CLOEXEC)
+    else:  # elsewhere: an unnamed temporary file
+        import tempfile
+
+        with tempfile.TemporaryFile() as spare:
+            fd = os.dup(spare.fileno())
+    saved = (os.dup(1), os.dup(2))
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    try:
+        yield captured
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+        chunks = []
+        offset = 0
+        while True:
+            chunk = os.pread(fd, 1 << 16, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        os.close(fd)
+        captured.data = b"".join(chunks)
+
+
+def _receive(conn: socket.socket, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            chunk = conn.recv(1 << 16)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    except OSError:
+        return None
+
+
+def _send(conn: socket.socket, reply: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(reply).encode("ascii"))
+
+
+# -- the process ------------------------------------------------------------------------
+
+
+def main(argv: list[str], listed: int | None = None) -> None:
+    """The resident process: ``argv`` is the hook's ``sys.path`` and the command's plugin options (JSON).
+
+    ``listed`` is a pipe's writing end, closed once this process holds its lock and is listed (starting)
+    or gave up: the process that started it waits for that.
+    """
+    try:
+        path = json.loads(argv[0])
+        options = json.loads(argv[1]) if len(argv) > 1 else {}
+    except (IndexError, ValueError):
+        return
+    if not isinstance(path, list) or not all(isinstance(p, str) for p in path) or not isinstance(options, dict):
+        return
+    sys.path[:] = path
+    from nia_core.resident import folder, scope
+
+    try:
+        found = scope.scope(options)
+        place = folder.folder(create=True)
+    except OSError:
+        return
+    key = scope.key(found)
+    lock = _lock(os.path.join(place, key + ".lock"))
+    if lock is None:
+        return  # another resident of this scope is running (or starting)
+    try:
+        _log_to(os.path.join(place, key + ".log"))
+        _starting(place, key, found, options)
+        if listed is not None:
+            with contextlib.suppress(OSError):
+                os.close(listed)
+        _run(options, found, place, key)
+    finally:
+        with contextlib.suppress(OSError):  # before the lock is let go: a new resident makes a new lock file
+            os.unlink(os.path.join(place, key + ".lock"))
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        from nia_core.process import end
+
+        end(0)  # threads a plugin left behind must not keep a finished resident alive
+
+
+def _starting(place: str, key: str, found: dict[str, Any], options: dict[str, Any]) -> None:
+    """List this process as starting (``nia hook status``, ``nia hook stop``) before anything slow is loaded."""
+    from nia_core.files import write_private
+
+    data: dict[str, Any] = {
+        "ready": False,
+        "pid": os.getpid(),
+        "started": time.time(),
+        "cwd": found.get("cwd"),
+        "projects": [],
+        "nia": found.get("nia"),
+        "python": found.get("python"),
+        "options": options,
+    }
+    with contextlib.suppress(OSError):
+        write_private(place, key + ".json", json.dumps(data).encode("utf-8"))
+
+
+def _lock(path: str) -> int | None:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _log_to(path: str) -> None:
+    """nia's own stderr outside hooks (a crash, a background plugin's output) goes to the resident's log file."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)
+
+
+def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
+    from nia_core.agents.answer import log_to_stderr
+    from nia_core.process import guard_exit
+    from nia_core.resident.residents import metadata_path
+
+    guard_exit()  # a plugin's os._exit is refused (raised in its code) here as in a hook's own process
+    log_to_stderr()
+    resident = Resident(options, found, place, key)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # listed as starting (main); until it listens, SIGTERM (the default action) ends it at once
+        resident.warm()
+        listener = _listen(resident)
+        if listener is None:
+            return
+        signal.signal(signal.SIGTERM, lambda *_: resident.end("SIGTERM"))
+        try:
+            with contextlib.suppress(OSError):
+                resident.write_metadata()
+            resident.serve(listener)
+        finally:
+            resident.end(resident.ending or "ended")
+            listener.close()
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(metadata_path(place, key))
+        with contextlib.suppress(Exception):
+            resident.runtime.close()
+
+
+def _listen(resident: Resident) -> socket.socket | None:
+    """The listening socket, bound under a temporary name and renamed into place (over a dead resident's)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    temporary = os.path.join(resident.place, f".{resident.key}.{os.getpid()}.sock")
+    previous = os.umask(0o077)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        listener.bind(temporary)
+        listener.listen(64)
+        info = os.lstat(temporary)
+        resident.bound = (info.st_dev, info.st_ino)
+        os.replace(temporary, resident.socket_path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        listener.close()
+        return None
+    finally:
+        os.umask(previous)
+    return listener
