@@ -3,9 +3,10 @@
 CI installs the packs into its fresh virtualenv with that command, runs each
 pack's own suite (packs/*/tests: every plugin in depth), then these tests:
 the installed plugins are listed, and a scripted Claude Code session (one
-``nia hook claude-code`` process per hook, as the agent runs them) in which a
-pytest run between two prompts is one update, and a check run that finishes
-on the (fake) GitHub API is one update at the next prompt after the refresh.
+``nia hook claude-code`` process per hook, as the agent runs them; answered in
+that process, or by the resident process nia starts) in which a pytest run
+between two prompts is one update, and a check run that finishes on the
+(fake) GitHub API is one update at the next prompt after the refresh.
 
 Run them where the packs are installed (never in the environment of nia's
 main suite, whose tests expect no plugin pack)::
@@ -20,8 +21,12 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -127,11 +132,35 @@ def test_each_plugin_of_both_packs_is_listed(installed, tmp_path):
     }
 
 
-def test_a_scripted_session_tells_each_change_once(installed, tmp_path):
+@contextmanager
+def resident_folder(installed) -> Iterator[Path]:
+    """A private runtime folder for resident processes (a short path: their sockets live there); they end with it."""
+    runtime = Path(tempfile.mkdtemp(prefix="nia-rt-"))
+    runtime.chmod(0o700)
+    try:
+        yield runtime
+    finally:
+        env = {**installed.env, "XDG_RUNTIME_DIR": str(runtime)}
+        subprocess.run([installed.nia, "hook", "stop"], env=env, capture_output=True, timeout=60)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def wait_until_a_resident_answers(installed, env: dict[str, str]) -> None:
+    """Until the resident process the first hook started is ready (it loads nia and the project first)."""
+    for _ in range(120):
+        listed = json.loads(sh(installed.nia, "hook", "residents", "--json", cwd=Path(env["HOME"]), env=env))
+        if any(resident["ready"] for resident in listed["residents"]):
+            return
+    raise AssertionError(f"no resident process is ready: {listed}")
+
+
+@pytest.mark.parametrize("mode", ["in-process", "resident"])
+def test_a_scripted_session_tells_each_change_once(installed, tmp_path, mode):
+    """Each prompt in a hook process of its own (in-process), or answered by the resident process nia starts."""
     project = shop(tmp_path / "shop")
     run_pytest(project, installed.env)
     module = fakegithub()
-    with github_with_pull_request(module) as server:
+    with github_with_pull_request(module) as server, resident_folder(installed) as runtime:
         env = {
             **installed.env,
             "GH_TOKEN": TOKEN,
@@ -139,6 +168,9 @@ def test_a_scripted_session_tells_each_change_once(installed, tmp_path):
             "NIA_GITHUB_REFRESH": "1",
             "NIA_DISABLE_PLUGINS": "nia-git",  # the edits below would be git news too; this test is about the packs
             "NIA_HOOK_DEADLINE": "120",
+            "NIA_RESIDENT": "1" if mode == "resident" else "0",
+            "XDG_RUNTIME_DIR": str(runtime),
+            "NIA_HOOK_LOG": str(tmp_path / "hook-log"),  # this session's hooks only
         }
 
         def hook(event: str, **extra: str) -> str | None:
@@ -154,6 +186,8 @@ def test_a_scripted_session_tells_each_change_once(installed, tmp_path):
         ) in baseline
         assert "Python project (`pyproject.toml`): `shop` 1.4.0, requires Python >=3.11." in baseline
         assert "GitHub: branch `feature` has pull request #12 in `acme/shop`" in baseline
+        if mode == "resident":
+            wait_until_a_resident_answers(installed, env)
         assert hook("UserPromptSubmit", prompt="Fix the login and the cart.") is None
 
         (project / "tests" / "test_shop.py").write_text(
@@ -168,13 +202,21 @@ def test_a_scripted_session_tells_each_change_once(installed, tmp_path):
         )
 
         server.repo()["check_runs"][SHA][1] = module.check_run("tests", "completed", "failure", run_id=2)
-        # Each hook is a process of its own, which asks GitHub before it answers: the next prompt has the news.
+        if mode == "resident":
+            # The resident asks GitHub in the background every second: an observation whose first request came
+            # after the change saw it, and it is the resident's answer once the next observation begins.
+            server.wait_for_observations(server.observations() + 2)
+        # (A hook process of its own asks GitHub before it answers.)
         assert hook("UserPromptSubmit", prompt="And CI?") == (
             "GitHub, pull request #12 (branch `feature`):\n"
             "- Checks changed: `tests` failing now (was running). Checks on `a1b2c3d`: 1 failing (`tests`), 1 passed."
         )
         assert hook("UserPromptSubmit", prompt="Thanks.") is None
+        log = sh(installed.nia, "hook", "log", "--json", cwd=project, env=env)
         assert all(TOKEN not in str(request["path"]) for request in server.requests)
+
+    answered = [json.loads(line)["answered_by"] for line in log.splitlines()]
+    assert answered == (["in-process"] * 5 if mode == "in-process" else ["in-process"] + ["resident"] * 4)
 
 
 def test_docs_plugins_md_links_both_packs_as_worked_examples(installed):

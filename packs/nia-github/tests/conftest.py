@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import nia_github.source
@@ -35,7 +33,7 @@ def github(monkeypatch):
     with FakeGitHub() as server:
         monkeypatch.setenv("NIA_GITHUB_API", server.url)
         monkeypatch.setenv("GH_TOKEN", server.state["token"])
-        monkeypatch.setenv("NIA_GITHUB_REFRESH", "0.001")  # each observation asks the server again
+        monkeypatch.setenv("NIA_GITHUB_REFRESH", "0.05")  # in a conversation, nia asks again every 0.05 s
         yield server
 
 
@@ -60,18 +58,20 @@ def shop(nia_project, github):
 
 
 @pytest.fixture
-def settled(monkeypatch):
-    """``settled(change)``: the change, then time for an answer that sees it (nia asks GitHub every 0.3 s here).
+def settled(github):
+    """``settled(change)``: the change on GitHub, then until nia holds an answer that saw it.
 
-    A session's next prompt after a change on GitHub gets it once the refresh
-    interval passed: the conversation tests wait that long after each change.
+    In a conversation nia asks GitHub in the background every ``refresh``
+    seconds and a prompt uses the last answer. An observation whose first
+    request came after the change saw it; it is stored by the time the next
+    one begins (nia runs one at a time): so the test waits for two requests
+    of the fake server, not for a while.
     """
-    monkeypatch.setenv("NIA_GITHUB_REFRESH", "0.3")
 
     def wrap(change):
         def run():
             change()
-            time.sleep(1.5)
+            github.wait_for_observations(github.observations() + 2)
 
         return run
 

@@ -35,8 +35,8 @@ def test_a_check_that_finishes_is_one_update(shop, github, nia_boundaries, settl
     assert texts.removal == "The GitHub status of pull request #12 given earlier no longer applies."
 
 
-def test_nothing_changed_nothing_said_and_unchanged_lists_cost_no_rate_limit(shop, github, nia_boundaries):
-    texts = nia_boundaries.drive(plugin, lambda: None, name=NAME)
+def test_nothing_changed_nothing_said_and_unchanged_lists_cost_no_rate_limit(shop, github, nia_boundaries, settled):
+    texts = nia_boundaries.drive(plugin, settled(lambda: None), name=NAME)  # GitHub asked again, same answers
 
     assert texts.updates == [None]
     gets = [r for r in github.requests if r["method"] == "GET"]

@@ -10,8 +10,10 @@ a remote on GitHub (``github.com``, or the host ``NIA_GITHUB_HOST`` names):
   author, the first line of the comment), quoted as data.
 
 GitHub is asked through nia's one HTTP client with a token from
-``GH_TOKEN``/``GITHUB_TOKEN`` or ``gh auth token``, at most once every
-``refresh`` seconds (60). Built on nia's public API only.
+``GH_TOKEN``/``GITHUB_TOKEN`` or ``gh auth token``. The source has
+``refresh`` set (60 s): nia keeps each answer for that long and asks for the
+next one in the background, so a prompt never waits on the network in a
+process that stays up. Built on nia's public API only.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def pull_request_source(checkout: Checkout, root: str, settings: Settings, api: 
         update=lambda old, new: render_update(old, new, checks, comments),
         removal=render_removal,
         timeout=settings.timeout + 1.0,
+        refresh=settings.refresh,
         description="The current branch's pull request on GitHub: state, review decision, checks, open threads.",
     )
 

@@ -44,20 +44,11 @@ class PullRequestStatus:
         """The last value GitHub's answers made (what the model was most likely told)."""
         self.quiet_until = 0.0
         self.quiet_reason = ""
-        self.last: dict[str, Any] | None = None
-        self.asked = 0.0
         self.requests = 0
 
     def __call__(self) -> Any:
-        with self._lock:  # two boundaries never ask GitHub twice at once
-            if self.last is not None and time.monotonic() - self.asked < self.settings.refresh:
-                return self.last  # asked less than `refresh` seconds ago: GitHub's answer stands
-            began = time.monotonic()  # an answer is current for `refresh` seconds from when it was asked for
-            value = self._observe()
-            self.asked = began
-            if value is not UNAVAILABLE and value != self.last:
-                self.last = value
-            return self.last if value is not UNAVAILABLE else UNAVAILABLE
+        with self._lock:  # nia runs one load of a source at a time; a caller of its own may not
+            return self._observe()
 
     def _observe(self) -> Any:
         branch = current_branch(self.checkout)
