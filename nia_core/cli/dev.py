@@ -136,14 +136,15 @@ def watch(
 
 
 class Printer:
-    _said: tuple[str, ...] = ()
+    _said: tuple[tuple[str, ...], bool] = ((), False)
 
     def news(self, result: ReloadResult) -> bool:
         """Whether ``result`` says anything new: a re-observation (a data file saved, the interval) that
-        changed no plugin and no source, and raised no problem not said before, prints nothing."""
+        changed no plugin and no source, and neither raised a problem nor cleared one, prints nothing."""
+        said = (result.problems, bool(result.errors))
         quiet = not (result.reloaded or result.loaded or result.unloaded or result.errors)
-        quiet = quiet and isinstance(result.outcome, Unchanged) and result.problems == self._said
-        self._said = result.problems
+        quiet = quiet and isinstance(result.outcome, Unchanged) and said == self._said
+        self._said = said
         return not quiet
 
     def notice(self, message: str) -> None:

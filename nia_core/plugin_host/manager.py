@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -26,6 +27,7 @@ from nia_core.plugin_host.implementations import HookNamespace, Implementation, 
 from nia_core.plugin_host.importing import import_deadline
 from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.config import load_project_config, project_tables
+from nia_core.project.paths import shown_path
 
 log = logging.getLogger("nia.host")
 
@@ -78,6 +80,15 @@ def _wrapper_problem(found: list[Implementation]) -> str | None:
     return None
 
 
+_NIA_CORE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NIA_FOLDERS = (_NIA_CORE + os.sep, os.path.join(os.path.dirname(_NIA_CORE), "nia_plugins") + os.sep)
+
+
+def _plugin_file(path: str) -> str | None:
+    """How a problem names a plugin's file; ``None`` for nia's own code (a built-in's message says it all)."""
+    return None if os.path.abspath(path).startswith(_NIA_FOLDERS) else shown_path(path)
+
+
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
@@ -91,7 +102,7 @@ class PluginHost:
     ) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
-        self.registry = SystemContextRegistry(producer_timeout=timeout)
+        self.registry = SystemContextRegistry(producer_timeout=timeout, show_path=_plugin_file)
         self.strict = strict
         self.timeout = timeout
         self.import_timeout = import_deadline() if import_timeout is None else import_timeout

@@ -43,6 +43,13 @@ PER_HOOK = frozenset(
         # ... and one per conversation.
         "CLAUDE_CODE_SESSION_ID",
         "CLAUDE_CODE_CHILD_NOTES_DIR",
+        # OpenCode 1.18.33: its process id, in the environment nia's plugin module hands nia, for every
+        # `opencode` process; and npm's user agent after the start that installed @opencode-ai/plugin.
+        "OPENCODE_PID",
+        "npm_config_user_agent",
+        # GitHub Copilot CLI 1.0.102: the folder of the hook file that names the hook (the project's
+        # .github/hooks or ~/.copilot/hooks), so nia's user and project hooks differ only there.
+        "COPILOT_HOOK_DIR",
     }
 )
 """Variables an agent changes from one hook to the next: set for each boundary as that hook had them."""

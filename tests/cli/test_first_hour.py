@@ -385,7 +385,7 @@ MISBEHAVING = {
     "raising": (
         "from nia_core import hookimpl\n\n@hookimpl\n"
         "def nia_context_sources(location):\n    raise RuntimeError('boom')\n",
-        "raised RuntimeError: boom",
+        "raised RuntimeError: boom (.nia/plugins/raising.py:5)",
     ),
     "loader": (
         "from nia_core import ContextSource, hookimpl\n\ndef load():\n    raise ValueError('loader broke')\n\n"
@@ -460,6 +460,7 @@ def test_debug_shows_the_traceback_of_a_plugins_import_and_of_a_raising_hook(fai
     assert "Traceback" not in plain.stderr
     assert re.search(r'Traceback \(most recent call last\):\n(?:  .*\n)*  File ".*imports\.py", line 1', debug.stderr)
     assert re.search(r'Traceback \(most recent call last\):\n(?:  .*\n)*  File ".*raises\.py", line 6', debug.stderr)
+    assert "Warning: plugin 'raises': raised RuntimeError: boom (.nia/plugins/raises.py:6)\n" in plain.stderr
     alias = "plugin 'aliased': implements _orig (.nia/plugins/aliased.py:4), which is not a nia hook"
     assert alias in plain.stderr and "use @hookimpl(specname='nia_context_sources')" in plain.stderr
 

@@ -29,7 +29,7 @@ def dev(project, tmp_path_factory):
     process = DevProcess(project, tmp_path_factory.mktemp("home"))
     baseline, watching = process.started()
     assert baseline["sources"] == ["nia/environment"]
-    assert watching["paths"] == [str(project / ".nia")]
+    assert watching["paths"] == [str(project / ".nia"), str(project)]  # the project too, as nia mcp follows it
     yield process
     process.close()
 

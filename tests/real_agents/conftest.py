@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,7 +64,7 @@ def project(tmp_path: Path) -> Path:
 
 
 @contextmanager
-def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def isolated(tmp_path_factory: pytest.TempPathFactory, resident: bool = False) -> Iterator[Path]:
     """The environment every test gets (tests/conftest.py), for a module-scoped fixture, which runs before it.
 
     A module's tests share one recorded agent session: the fixture drives the
@@ -72,6 +73,8 @@ def isolated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("home")
     with pytest.MonkeyPatch.context() as monkeypatch:
         runtime = isolate(monkeypatch, home, tmp_path_factory.getbasetemp())
+        if resident:  # as a user runs nia: a resident process answers the hooks after the first
+            monkeypatch.setenv("NIA_RESIDENT", "1")
         try:
             yield home
         finally:
@@ -110,8 +113,15 @@ def copilot_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def record(agent: Any, server: FakeModel, *turn: Any) -> Step:
     """One turn of ``agent`` (its ``turn(prompt, session, ...)``), which must succeed, as a :class:`Step`."""
+    from tests.resident_helpers import RESIDENT, one_hook
+
     before = len(server.model_requests())
-    result = agent.turn(*turn)
+    RESIDENT["on"] = os.environ.get("NIA_RESIDENT") == "1"
+    try:
+        with one_hook():  # the resident the turn's first hook started answers the next turn's
+            result = agent.turn(*turn)
+    finally:
+        RESIDENT["on"] = False
     assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-2000:]
     assert result.session_id
     return Step(result.session_id, server.model_requests()[before:], hook_log(agent.project))

@@ -10,13 +10,15 @@ chat completions); ``/compact`` works in ``-p`` mode.
 One recorded session (``story``, seven turns) serves most tests: nia's hook is
 installed for the project and for the user, and nia's Claude Code hooks too
 (Copilot runs those as well), so every turn also proves that two of nia's
-hooks say it once and that the Claude Code hook says nothing.
+hooks say it once and that the Claude Code hook says nothing. nia runs as a
+user's does: a resident process answers every hook after the first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ from nia_core.agents.output_limit import FOOTER
 from tests.real_agents.conftest import Step, hook_log, isolated, make_project, nia, record, write_plugin
 from tests.real_agents.fakemodel import SUMMARY, Call, FakeModel, Reply, is_compaction
 from tests.real_agents.harness import Copilot, agent_binary, nia_program, request_text
+from tests.resident_helpers import residents
 
 LONG = "\\n".join(f"line {n:04d} " + "x" * 40 for n in range(300))
 """15 KB of lines (written into the plugin's source as escapes): over Copilot's limit, so nia spills it."""
@@ -43,11 +46,18 @@ def install(project, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@dataclass
+class Story:
+    steps: dict[str, Step]
+    residents: int
+    """Resident processes answering nia's hooks at the end."""
+
+
 @pytest.fixture(scope="module")
-def story(tmp_path_factory, copilot_cache) -> dict[str, Step]:
+def story(tmp_path_factory, copilot_cache) -> Story:
     """One Copilot session: baseline, unchanged, update, removal, ``/compact``, a spilled baseline, its file read."""
     agent_binary("copilot")
-    with isolated(tmp_path_factory) as home, FakeModel() as server:
+    with isolated(tmp_path_factory, resident=True) as home, FakeModel() as server:
         project = make_project(tmp_path_factory.mktemp("copilot-story") / "shop")
         global_agents = Path(os.environ["XDG_CONFIG_HOME"]) / "nia" / "AGENTS.md"
         global_agents.parent.mkdir(parents=True)
@@ -72,7 +82,8 @@ def story(tmp_path_factory, copilot_cache) -> dict[str, Step]:
         # The model follows the pointer with Copilot's own view tool.
         server.script = [Reply(call=Call("view", json.dumps({"path": spill.group("where")}))), Reply("DONE")]
         steps["again"] = record(copilot, server, "again", sid)
-    return steps
+        running = sum(1 for r in residents()["residents"] if r["ready"])
+    return Story(steps, running)
 
 
 def last(step: Step) -> dict:
@@ -96,69 +107,76 @@ def reminders(step: Step) -> list[str]:
     return found
 
 
-def answers(story: dict[str, Step], host: str = "copilot") -> list[tuple[str, int | None]]:
+def answers(story: Story, host: str = "copilot") -> list[tuple[str, int | None]]:
     """(outcome, epoch) of the first of nia's ``host`` hooks at each prompt of the story's session."""
-    sid = story["first"].session
-    entries = [e for e in story["again"].log if e["host"] == host and e["host_session"] == sid]
+    sid = story.steps["first"].session
+    entries = [e for e in story.steps["again"].log if e["host"] == host and e["host_session"] == sid]
     firsts = [e for n, e in enumerate(entries) if n == 0 or e["turn"] != entries[n - 1]["turn"]]
     return [(e["outcome"], e["epoch"]) for e in firsts]
 
 
 def test_baseline_once_unchanged_turn_silent_update_and_removal(story):
-    text = sent(story["first"])
+    text = sent(story.steps["first"])
     assert text.count("ACME-RULE: one") == 1
     assert text.count("AGENTS-SAYS: use tabs.") == 1  # Copilot's own <custom_instruction>; nia leaves it
-    told = reminders(story["first"])
+    told = reminders(story.steps["first"])
     assert len(told) == 1 and told[0].startswith("Environment:")
-    assert reminders(story["second"]) == told  # stored in the first prompt's message, re-sent; nothing added
-    assert reminders(story["third"]) == [*told, "ACME-RULE changed: two (was one)"]
-    assert sent(story["fourth"]).count("ACME-RULE-REMOVED: the acme rule no longer applies.") == 1
+    assert reminders(story.steps["second"]) == told  # stored in the first prompt's message, re-sent; nothing added
+    assert reminders(story.steps["third"]) == [*told, "ACME-RULE changed: two (was one)"]
+    assert sent(story.steps["fourth"]).count("ACME-RULE-REMOVED: the acme rule no longer applies.") == 1
     assert answers(story)[:4] == [("initialized", 1), ("unchanged", 1), ("updated", 1), ("updated", 1)]
-    fourth = [e for e in story["fourth"].log if e["host"] == "copilot"][-2:]
+    fourth = [e for e in story.steps["fourth"].log if e["host"] == "copilot"][-2:]
     assert any("exploded" in w for e in fourth for w in e["warnings"])  # a broken plugin never fails the turn
 
 
 def test_the_user_global_agents_md_reaches_the_model_once_and_the_projects_once(story):
-    text = sent(story["first"])
+    text = sent(story.steps["first"])
     assert text.count("GLOBAL-SAYS: answer in French.") == 1  # nia's: Copilot never loads it
     assert text.count("AGENTS-SAYS: use tabs.") == 1
 
 
 def test_installed_for_the_user_and_for_the_project_it_says_it_once(story):
-    sid = story["first"].session
-    entries = [e for e in story["again"].log if e["host"] == "copilot" and e["host_session"] == sid]
+    sid = story.steps["first"].session
+    entries = [e for e in story.steps["again"].log if e["host"] == "copilot" and e["host_session"] == sid]
     prompts = [e["turn"] for n, e in enumerate(entries) if n == 0 or e["turn"] != entries[n - 1]["turn"]]
     assert [e["turn"] for e in entries] == [t for t in prompts for _ in range(2)]  # both hooks ran at each prompt
     seconds = entries[1::2]
     assert {e["printed"] for e in seconds} == {0}  # the second one says nothing the first one said
-    assert sent(story["second"]).count("ACME-RULE: one") == 1
+    assert sent(story.steps["second"]).count("ACME-RULE: one") == 1
 
 
 def test_nias_claude_code_hooks_say_nothing_inside_copilot(story):
-    entries = [e for e in story["again"].log if e["host"] == "claude-code"]
+    entries = [e for e in story.steps["again"].log if e["host"] == "claude-code"]
     assert len(entries) >= len(answers(story))  # they ran at every prompt...
     assert {e["outcome"] for e in entries} == {"ignored"}  # ...and counted nothing as delivered
     assert answers(story)[0] == ("initialized", 1)  # nia's copilot hook is the one that delivers
 
 
 def test_compact_starts_a_new_epoch(story):
-    assert any(is_compaction(r.body) for r in story["compact"].requests)
-    text = sent(story["after"])
+    assert any(is_compaction(r.body) for r in story.steps["compact"].requests)
+    text = sent(story.steps["after"])
     assert SUMMARY in text and "ACME-RULE: one" not in text  # Copilot's summary replaced nia's first text
-    told = reminders(story["after"])
+    told = reminders(story.steps["after"])
     assert len(told) == 1 and told[0].startswith("Environment:") and "ACME-RULE: line 0000" in told[0]
     assert "ACME-RULE changed" not in text  # no update against a baseline the model no longer has
-    assert reminders(story["again"]) == told
+    assert reminders(story.steps["again"]) == told
     assert answers(story)[4:] == [("initialized", 2), ("unchanged", 2)]
 
 
 def test_a_text_over_the_limit_is_spilled_and_the_model_can_read_it(story):
-    told = reminders(story["after"])[0]
+    told = reminders(story.steps["after"])[0]
     assert len(told) <= 10_000 and "line 0299" not in told
     spill = Path(FOOTER.search(told).group("where"))
     assert spill.parent.name == "hook-output" and spill.parent.parent.name == ".nia"
     assert "line 0299" in spill.read_text()
-    assert "line 0299" in sent(story["again"])  # the view tool's result: the git-ignored file is readable to it
+    assert "line 0299" in sent(story.steps["again"])  # the view tool's result: the git-ignored file is readable to it
+
+
+def test_a_resident_process_answers_every_hook_after_the_first_prompt(story):
+    first = story.steps["first"].log
+    later = [e for e in story.steps["again"].log if e not in first]
+    assert later and {e["answered_by"] for e in later} == {"resident"}
+    assert story.residents == 1  # nia's hooks at both scopes and its Claude Code hooks: one environment
 
 
 def test_an_untrusted_folder_runs_no_project_hook_and_status_says_so(project, agent_home, server, copilot_cache):

@@ -10,7 +10,8 @@ window is small, answering with a large usage figure.
 
 One recorded session (``story``, ten turns) serves most tests: after its first
 start nia's plugin is installed for the user as well, so every later turn also
-proves that two of nia's plugins say it once.
+proves that two of nia's plugins say it once. nia runs as a user's does: a
+resident process answers every hook after the first.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from nia_core.agents.output_limit import FOOTER
 from tests.real_agents.conftest import Step, isolated, nia, record, write_plugin
 from tests.real_agents.fakemodel import SUMMARY, Call, FakeModel, Reply, is_compaction, is_side_call
 from tests.real_agents.harness import OpenCode, agent_binary, nia_program, request_text
+from tests.resident_helpers import residents
 
 LARGE = 100_000
 """A reported usage over the small window below: OpenCode compacts after that answer."""
@@ -47,6 +49,8 @@ class Story:
     """``git status --porcelain --untracked-files=all`` in the project after the first start."""
     seconds: float
     """The first start (npm install included)."""
+    residents: int
+    """Resident processes answering nia's hooks at the end."""
 
 
 def install(project: Path, *args: str) -> str:
@@ -59,7 +63,7 @@ def install(project: Path, *args: str) -> str:
 def story(tmp_path_factory) -> Story:
     """One OpenCode session: baseline, unchanged, update, a fork, removal, a compaction, a spilled baseline read."""
     agent_binary("opencode")
-    with isolated(tmp_path_factory) as home, FakeModel() as server:
+    with isolated(tmp_path_factory, resident=True) as home, FakeModel() as server:
         project = tmp_path_factory.mktemp("opencode-story") / "shop"
         subprocess.run(["git", "init", "-q", str(project)], check=True)
         (project / "AGENTS.md").write_text("AGENTS-SAYS: use tabs.\n")
@@ -96,7 +100,8 @@ def story(tmp_path_factory) -> Story:
         # The model follows the pointer with OpenCode's own read tool.
         server.script = [Reply(call=Call("read", json.dumps({"filePath": spill.group("where")}))), Reply("DONE")]
         steps["seventh"] = record(agent, server, "seventh", sid)
-    return Story(steps, project / ".opencode", said, untracked, seconds)
+        running = sum(1 for r in residents()["residents"] if r["ready"])
+    return Story(steps, project / ".opencode", said, untracked, seconds, running)
 
 
 def last(step: Step) -> dict:
@@ -206,6 +211,13 @@ def test_a_text_over_the_limit_is_spilled_and_the_model_can_read_it(story):
     assert spill.parent.name == "hook-output" and spill.parent.parent.name == ".nia"
     assert "line 0299" in spill.read_text()
     assert "line 0299" in sent(story.steps["seventh"])  # the read tool's result: the git-ignored file is readable
+
+
+def test_a_resident_process_answers_every_hook_after_the_first_prompt(story):
+    first = story.steps["first"].log
+    later = [e for e in story.steps["seventh"].log if e not in first]
+    assert later and {e["answered_by"] for e in later} == {"resident"}
+    assert story.residents == 1  # one for every `opencode` process, each with its own OPENCODE_PID, and both scopes
 
 
 def test_a_nia_that_hangs_never_holds_opencode(story, project, agent_home, server, tmp_path):
