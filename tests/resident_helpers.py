@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,11 +22,6 @@ START_TIMEOUT = 60.0
 """Seconds a resident may take to start on a loaded machine."""
 
 
-def nia_program() -> list[str]:
-    script = Path(sys.executable).parent / "nia"
-    return [str(script)] if script.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
-
-
 @contextlib.contextmanager
 def resident_mode(monkeypatch, on: bool) -> Iterator[bool]:
     monkeypatch.setenv("NIA_RESIDENT", "1" if on else "0")
@@ -38,24 +32,51 @@ def resident_mode(monkeypatch, on: bool) -> Iterator[bool]:
         RESIDENT["on"] = False
 
 
-def run_nia(args: list[str], env: dict[str, str] | None) -> str:
-    """A read-only ``nia`` command's stdout: in this process for this environment, else in one of ``env``."""
+LOCATING = ("NIA_HOOK_LOG", "XDG_STATE_HOME", "HOME", "XDG_RUNTIME_DIR", "TMPDIR")
+"""What locates the hook log and the residents' socket folder."""
+
+
+@contextlib.contextmanager
+def located_as(env: dict[str, str] | None) -> Iterator[None]:
+    """While the block runs, this process finds the hook log and the residents where ``env`` has them.
+
+    The helpers read both in-process (what ``nia hook log --json`` and ``nia hook residents --json`` print,
+    through the same functions) instead of starting a ``nia`` process for each look.
+    """
     if env is None:
-        from click.testing import CliRunner
-
-        from nia_core.cli import cli
-
-        result = CliRunner().invoke(cli, args)
-        assert result.exit_code == 0, result.output
-        return result.stdout
-    done = subprocess.run([*nia_program(), *args], capture_output=True, text=True, env=env, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in LOCATING}
+    try:
+        for name in LOCATING:
+            if env.get(name) is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = env[name]
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def residents(env: dict[str, str] | None = None) -> dict:
-    """``nia hook residents --json`` for ``env`` (default: this process's environment)."""
-    return json.loads(run_nia(["hook", "residents", "--json"], env))
+    """What ``nia hook residents --json`` prints for ``env`` (default: this process's environment)."""
+    from nia_core.resident.residents import running
+
+    with located_as(env):
+        found, problem = running()
+    return {"residents": [r.as_json() for r in found], "problem": problem or None}
+
+
+def hook_log(last: int, env: dict[str, str] | None = None) -> list[dict]:
+    """What ``nia hook log --json --last LAST`` prints for ``env``."""
+    from nia_core.agents.hook_log import read
+
+    with located_as(env):
+        return read(last)
 
 
 def count(env: dict[str, str] | None = None) -> int:
@@ -75,9 +96,7 @@ def wait_for_resident(before: int, env: dict[str, str] | None = None) -> None:
 
 def last_entry(env: dict[str, str] | None = None) -> dict | None:
     """The newest hook log entry of every session."""
-    out = run_nia(["hook", "log", "--json", "--last", "1"], env)
-    entries = [json.loads(line) for line in out.splitlines() if line.strip()]
-    return max(entries, key=lambda e: e.get("time", ""), default=None)
+    return max(hook_log(1, env), key=lambda e: e.get("time", ""), default=None)
 
 
 @contextlib.contextmanager
@@ -109,8 +128,7 @@ def assert_resident_answered(env: dict[str, str] | None = None, log_dir: Path | 
 
 
 def log_entries(env: dict[str, str] | None = None) -> list[dict]:
-    out = run_nia(["hook", "log", "--json", "--last", "200"], env)
-    return sorted((json.loads(line) for line in out.splitlines() if line.strip()), key=lambda e: e.get("time", ""))
+    return sorted(hook_log(200, env), key=lambda e: e.get("time", ""))
 
 
 STARTS = ("yet", "ended", "went away", "did not answer", "changed")

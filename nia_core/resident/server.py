@@ -24,7 +24,7 @@ it differs:
 It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
 asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, and after a
 hook during which a plugin left a thread nia had to abandon (a hung import).
-It never polls: between hooks it waits in ``accept``.
+It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
 from __future__ import annotations
