@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.resident_helpers import check_answered, env_for_mode, is_hook, warm
+from tests.unix_sockets import bind_unix_socket
 
 _SCRIPT = Path(sys.executable).with_name("nia")
 NIA = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-c", "from nia_core.cli import main; main()"]
@@ -315,10 +316,7 @@ def _fifo(path: Path) -> None:
 
 def _socket(path: Path) -> socket.socket:
     path.unlink(missing_ok=True)
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.listen(1)
-    return server
+    return bind_unix_socket(path)
 
 
 HANGS: dict[str, Callable[[Attack], Any]] = {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import time
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from nia_core.mcp.limits import MAX_MESSAGE_BYTES
 from tests.mcp.helpers import TIMEOUT, Flood, RawServer, make_project, peak_rss_mb, write
+from tests.unix_sockets import bind_unix_socket
 
 pytestmark = pytest.mark.slow
 
@@ -60,8 +60,7 @@ def hostile(kind: str, path: Path) -> None:
     elif kind == "urandom":
         path.symlink_to("/dev/urandom")
     elif kind == "socket":
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.bind(str(path))
+        bind_unix_socket(path).close()
     elif kind == "folder":
         path.mkdir()
     elif kind == "loop":

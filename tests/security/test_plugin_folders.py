@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.security.test_attack_corpus import LIMIT, NIA, Attack, clean, each
+from tests.unix_sockets import bind_unix_socket
 
 pytestmark = pytest.mark.slow
 
@@ -172,14 +172,8 @@ def _special(kind: str, path: Path) -> None:
         os.mkfifo(path)
     elif kind == "zero":
         path.symlink_to("/dev/zero")
-    elif kind == "socket":  # bound by a relative name: a pytest temporary path can pass AF_UNIX's 108 bytes
-        here = os.getcwd()
-        os.chdir(path.parent)
-        try:
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.bind(path.name)
-        finally:
-            os.chdir(here)
+    elif kind == "socket":
+        bind_unix_socket(path).close()
     else:
         raise AssertionError(kind)
 
