@@ -194,10 +194,17 @@ def _with_package(w: Attack, kind: str, where: str) -> None:
     _special(kind, w.root / where)
 
 
-def _first_output(process: subprocess.Popen[bytes], limit: float) -> bytes:
+def _output_until(process: subprocess.Popen[bytes], done: Callable[[bytes], bool]) -> bytes:
+    """What the process printed until ``done`` holds for it, it ends its output, or :data:`LIMIT` passes."""
     assert process.stdout is not None
-    ready, _, _ = select.select([process.stdout], [], [], limit)
-    return os.read(process.stdout.fileno(), 65536) if ready else b""
+    got, deadline = b"", time.monotonic() + LIMIT
+    while not done(got) and time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], deadline - time.monotonic())
+        chunk = os.read(process.stdout.fileno(), 65536) if ready else b""
+        if not chunk:
+            break
+        got += chunk
+    return got
 
 
 def _stop(process: subprocess.Popen[bytes]) -> str:
@@ -225,12 +232,7 @@ def test_a_special_file_in_a_plugin_folder_never_freezes_nia_dev(tmp_path: Path)
             env=w.env,
         )
         try:
-            first, deadline = b"", time.monotonic() + LIMIT
-            while b"INSIDE-RULE" not in first and time.monotonic() < deadline:
-                chunk = _first_output(process, deadline - time.monotonic())
-                if not chunk:
-                    break
-                first += chunk
+            first = _output_until(process, lambda got: b"INSIDE-RULE" in got)
         finally:
             text = _stop(process)
         assert b"INSIDE-RULE" in first, f"nia dev showed no baseline within {LIMIT:g}s: {text[-2000:]}"
@@ -271,13 +273,7 @@ def test_a_special_file_in_a_plugin_folder_never_freezes_nia_mcp(tmp_path: Path)
         try:
             process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
             process.stdin.flush()
-            got = b""
-            deadline = time.monotonic() + LIMIT
-            while b'"id":2' not in got.replace(b" ", b"") and time.monotonic() < deadline:
-                chunk = _first_output(process, deadline - time.monotonic())
-                if not chunk:
-                    break
-                got += chunk
+            got = _output_until(process, lambda got: b'"id":2' in got.replace(b" ", b""))
         finally:
             text = _stop(process)
         assert b"INSIDE-RULE" in got, f"nia mcp did not answer within {LIMIT:g}s: {text[-2000:]}"
