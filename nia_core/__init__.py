@@ -25,9 +25,9 @@ none of them (``nia --help``) does not pay for the engine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from nia_core.lazy import lazy_exports
+
+TYPE_CHECKING = False  # not typing's: an agent's hook (the thin client) imports this package and never needs typing
 
 if TYPE_CHECKING:  # each public name, once: at run time nia_core.lazy reads these lines and imports on first use
     from nia_core.about import __version__ as __version__
@@ -65,6 +65,9 @@ if TYPE_CHECKING:  # each public name, once: at run time nia_core.lazy reads the
     from nia_core.project.sections import project_context_sources as project_context_sources
 
 __all__, _exported, __dir__ = lazy_exports(__name__)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _MOVED = frozenset(
     {

@@ -16,6 +16,8 @@ hold for every request, so they live in one place.
   deadline holds inside every read ``http.client`` makes on its own (a status
   line, a header, a chunk size trickled a byte a second): when it passes, a
   watchdog shuts the connection's socket, so no read or write outlives it.
+  Opening the connection (name resolution included) is waited for at most
+  the time left (:func:`connect_within`).
 - **Integrity.** A body cut short (chunked framing that stops before its last
   chunk, fewer bytes than ``Content-Length``) is an :class:`HttpFailure`
   marked retryable, never a clean end of the body.
@@ -48,6 +50,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit, urlunsplit
 
 from nia_core.errors import NiaError
+from nia_core.process import abandon
 
 __all__ = ["CREDENTIAL_HEADERS", "Deadline", "HttpFailure", "Response", "origin", "redact_url", "request"]
 
@@ -503,11 +506,16 @@ def _once(
     started = time.monotonic()
     watchdog = Watchdog(connection, deadline)
     try:
+        connect_within(connection, deadline, url)
         connection.request(method, target, body=body, headers=wire_headers)
         sock = connection.sock
         if sock is not None:
             sock.settimeout(min(timeout, max(deadline.remaining(), 0.001)))
         raw = connection.getresponse()
+    except HttpFailure:  # the deadline passed while connecting
+        watchdog.cancel()
+        log.debug("%s %s: no connection within the deadline (%.0f ms)", method, redact_url(url), _ms(started))
+        raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
         watchdog.cancel()
         connection.close()
@@ -527,6 +535,42 @@ def _once(
         size,
     )
     return Response(raw, sock, url, timeout, deadline, watchdog)
+
+
+def connect_within(connection: http.client.HTTPConnection, deadline: Deadline, url: str) -> None:
+    """Open ``connection`` (name resolution, TCP, a proxy's tunnel, TLS) within what is left of ``deadline``.
+
+    Resolving a host name blocks in the C library (``getaddrinfo``) where no
+    socket timeout and no watchdog reaches: an unreachable DNS server in
+    ``/etc/resolv.conf`` holds it for as long as the resolver retries. So the
+    connection is opened on a daemon thread the caller waits for at most the
+    time left; past it the call ends with the deadline's error, the thread is
+    left to finish on its own (:func:`nia_core.process.abandon`) and closes the
+    connection it may still open. ``connection.request`` then sends on the
+    open socket and never connects again.
+    """
+    done = threading.Event()
+    late = threading.Event()
+    failed: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            connection.connect()
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            failed.append(exc)
+        done.set()
+        if late.is_set():
+            connection.close()
+
+    worker = threading.Thread(target=connect, daemon=True, name="nia-http-connect")
+    worker.start()
+    if not done.wait(max(deadline.remaining(), 0.0)):
+        late.set()
+        abandon(worker)
+        connection.close()
+        raise deadline_failure(url, deadline)
+    if failed:
+        raise failed[0]
 
 
 def _ms(since: float) -> float:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: the hook's thin client imports this module (typing costs it ~4 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def exported(package: str) -> dict[str, str]:

@@ -16,9 +16,10 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from nia_core.lazy import lazy_exports
+
+TYPE_CHECKING = False  # not typing's: the hook's thin client reads ADAPTERS here
 
 if TYPE_CHECKING:  # imported on first use: the hook's thin client reads ADAPTERS and nothing else
     from nia_core.agents.contract import HookInput as HookInput

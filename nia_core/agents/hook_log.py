@@ -138,12 +138,21 @@ def last_entry(session: str) -> dict[str, Any] | None:
     path = log_dir() / f"{session}.jsonl"
     try:
         with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
-            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+            size = handle.seek(0, os.SEEK_END)
+            for tail in (4 * 1024, 64 * 1024):  # an entry is a few hundred bytes: read more only when it is not
+                handle.seek(max(0, size - tail))
+                lines = handle.read().decode("utf-8", errors="replace").splitlines()
+                if size > tail:
+                    lines = lines[1:]  # cut in the middle
+                found = _newest(lines)
+                if found is not None or size <= tail:
+                    return found
     except OSError:
         return None
+    return None
+
+
+def _newest(lines: list[str]) -> dict[str, Any] | None:
     for line in reversed(lines):
         try:
             item = json.loads(line)

@@ -12,7 +12,10 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: the hook's thin client starts here (typing costs it ~4 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main() -> None:

@@ -26,9 +26,12 @@ import json
 import os
 import sys
 import zlib
-from typing import Any
 
 from nia_core.about import __version__
+
+TYPE_CHECKING = False  # not typing's: the thin client imports this module
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL = 2
 """Bumped whenever a request or a reply changes shape: an older resident is never asked."""

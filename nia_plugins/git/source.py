@@ -6,16 +6,21 @@ from functools import lru_cache
 from typing import Any
 
 from nia_core import ContextSource, Location
-from nia_plugins.git.observer import Observer
-from nia_plugins.git.render import render_baseline, render_removal, render_update
 from nia_plugins.git.repository import Repository, find_repository
 from nia_plugins.git.settings import Settings, settings_from
-from nia_plugins.git.value import KEY, GitStatusCodec
 
 
 @lru_cache(maxsize=64)
 def git_source(repo: Repository, root: str, settings: Settings) -> ContextSource:
-    """One source per repository, project root and settings, so its observer (and its caches) live on."""
+    """One source per repository, project root and settings, so its observer (and its caches) live on.
+
+    Observing and running git is imported here, once a repository is found: a ``.git`` that is
+    none (an empty folder marking a project root, a broken link) costs no more than finding that out.
+    """
+    from nia_plugins.git.observer import Observer
+    from nia_plugins.git.render import render_baseline, render_removal, render_update
+    from nia_plugins.git.value import KEY, GitStatusCodec
+
     return ContextSource(
         key=KEY,
         load=Observer(repo, root, settings),

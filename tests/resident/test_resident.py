@@ -444,6 +444,7 @@ def test_the_thin_client_imports_only_the_standard_library_modules_it_needs(worl
             "threading",
             "importlib_metadata",
             "tomllib",
+            "typing",
         }
     ), stdlib
 
