@@ -7,11 +7,13 @@ hooks before it (their plugins, their projects) did to the process they shared.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.resident.world import World
+from tests.resident.world import HOOK, World
 
 
 @pytest.fixture
@@ -21,6 +23,8 @@ def world(tmp_path: Path) -> World:
 
 MEDDLER = """
 import os, sys
+import json
+import subprocess
 from pathlib import Path
 from nia_core import ContextSource, hookimpl
 
@@ -70,3 +74,49 @@ def test_a_hook_gets_a_resident_of_its_own_umask_whatever_a_plugin_set_before_it
     assert answered == [("a", "in-process"), ("b", "resident"), ("c", "in-process"), ("d", "resident")]
     states = [ast.literal_eval(line) for line in (world.root / "seen.log").read_text().splitlines()]
     assert [state["umask"] for state in states] == [0o022, 0o022, 0o077, 0o077]
+
+
+ACME = """
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    def load():
+        from . import which  # a plugin package's own module, imported when it is first needed
+        return which.NAME
+    return [ContextSource(key="acme/which", load=load, baseline=lambda v: "WHICH: " + v)]
+"""
+
+
+def test_projects_sharing_a_resident_never_run_each_others_local_plugins(tmp_path):
+    """Two projects whose local plugins have one name, hooked from the folder above both (one scope, one resident).
+
+    Each hook must run its own project's plugin, as a hook in its own process does, also a submodule the plugin
+    imports only when its loader runs.
+    """
+    for name in ("alpha", "beta"):
+        world = World(tmp_path / name)
+        (world.plugins / "acme.py").unlink()
+        (world.plugins / "acme").mkdir()
+        (world.plugins / "acme" / "__init__.py").write_text(ACME)
+        (world.plugins / "acme" / "which.py").write_text(f"NAME = {name!r}\n")
+    world.root = tmp_path  # the hooks' working directory; their payloads name each project
+
+    def which(project: str, session: str) -> str | None:
+        payload = {"session_id": session, "cwd": str(tmp_path / project), "hook_event_name": "SessionStart"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"], input=json.dumps({**payload, "source": "startup"}),
+            capture_output=True, text=True, env=world.env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        text = world.text(done) or ""
+        return next((line for line in text.splitlines() if line.startswith("WHICH")), None)
+
+    assert which("alpha", "a1") == "WHICH: alpha"
+    world.ready()
+    assert [which("alpha", "a2"), which("beta", "b1"), which("alpha", "a3"), which("beta", "b2")] == [
+        "WHICH: alpha",
+        "WHICH: beta",
+        "WHICH: alpha",
+        "WHICH: beta",
+    ]
+    assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
