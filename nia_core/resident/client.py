@@ -129,6 +129,7 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
         "input": data.decode("utf-8", "surrogateescape"),
         "wait": wait,
     }
+    ends = time.monotonic() + wait
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(wait)
         try:
@@ -139,9 +140,10 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
             raise NoAnswer(f"could not reach the resident process: {exc.strerror or exc}", start=True) from None
         pid = peer(conn)
         try:
+            conn.settimeout(max(0.001, ends - time.monotonic()))
             conn.sendall(json.dumps(request).encode("ascii"))
             conn.shutdown(socket.SHUT_WR)
-            raw = receive(conn)
+            raw = receive(conn, ends)
         except TimeoutError:
             stop(pid)
             raise NoAnswer(
@@ -151,15 +153,27 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
             raise NoAnswer(f"the resident process went away ({exc.strerror or exc})", start=True) from None
     try:
         reply = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # cut short, or nested past the parser's limit
         raise NoAnswer("the resident process ended before it answered", start=True) from None
     if not isinstance(reply, dict):
         raise NoAnswer("the resident process gave no answer", start=True)
     if "refused" in reply:
-        raise NoAnswer(str(reply["refused"]), start=bool(reply.get("start")))
+        raise NoAnswer(str(reply["refused"])[:200], start=bool(reply.get("start")))
     if not isinstance(reply.get("stdout"), str) or not isinstance(reply.get("stderr"), str):
         raise NoAnswer("the resident process gave no answer", start=True)
+    if not printable(reply["stdout"]):
+        raise NoAnswer("the resident process gave an answer stdout cannot take", start=True)
     return reply
+
+
+def printable(text: str) -> bool:
+    """Whether ``text`` can be written to stdout whole (a lone surrogate cannot, in UTF-8)."""
+    stream = sys.stdout
+    try:
+        text.encode(getattr(stream, "encoding", None) or "utf-8", getattr(stream, "errors", None) or "strict")
+    except (LookupError, UnicodeError):
+        return False
+    return True
 
 
 def peer(conn: socket.socket) -> int:
@@ -175,10 +189,15 @@ def peer(conn: socket.socket) -> int:
     return pid
 
 
-def receive(conn: socket.socket) -> bytes:
+def receive(conn: socket.socket, ends: float) -> bytes:
+    """The whole reply, by ``ends`` (``time.monotonic``): a reply that trickles in never outlasts the wait."""
     chunks: list[bytes] = []
     size = 0
     while True:
+        left = ends - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        conn.settimeout(left)
         chunk = conn.recv(1 << 16)
         if not chunk:
             return b"".join(chunks)
@@ -205,7 +224,7 @@ def write(reply: dict[str, Any]) -> None:
         try:
             sys.stdout.write(reply["stdout"])
             sys.stdout.flush()
-        except OSError:
+        except (OSError, ValueError):
             pass  # the host went away; the resident logged what it answered
     if reply["stderr"]:
         data = reply["stderr"].encode("utf-8", "surrogateescape")

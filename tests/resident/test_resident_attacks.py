@@ -9,11 +9,13 @@ from __future__ import annotations
 import ast
 import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.resident.world import HOOK, World
+from tests.resident.world import HOOK, World, kill
 
 
 @pytest.fixture
@@ -25,6 +27,8 @@ MEDDLER = """
 import os, sys
 import json
 import subprocess
+import sys
+import time
 from pathlib import Path
 from nia_core import ContextSource, hookimpl
 
@@ -120,3 +124,55 @@ def test_projects_sharing_a_resident_never_run_each_others_local_plugins(tmp_pat
         "WHICH: beta",
     ]
     assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
+
+
+PLANTED = """
+import fcntl, json, os, socket, sys, time
+path, replies = sys.argv[1], json.loads(sys.argv[2])
+lock = os.open(path[: -len(".sock")] + ".lock", os.O_RDWR | os.O_CREAT)
+fcntl.flock(lock, fcntl.LOCK_EX)  # no resident of this scope starts meanwhile
+if os.path.exists(path):
+    os.unlink(path)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen(8)
+print("ready", flush=True)
+for reply in replies:
+    conn, _ = server.accept()
+    conn.recv(1 << 20)
+    if reply == "trickle":  # a byte at a time, each well within the client's wait, never the end
+        while True:
+            conn.sendall(b" ")
+            time.sleep(0.2)
+    conn.sendall(reply.encode())
+    conn.close()
+"""
+
+
+def test_a_resident_answering_garbage_or_never_finishing_is_answered_around_within_the_deadline(world):
+    """Whatever the process at the socket sends (it runs as this user), the hook answers in-process in time."""
+    world.env["NIA_HOOK_DEADLINE"] = "4"  # the resident gets 2 s
+    world.env["PYTHONIOENCODING"] = "utf-8"  # strict: a lone surrogate cannot be printed
+    resident = world.started()
+    path = next(Path(world.env["XDG_RUNTIME_DIR"], "nia").glob("*.sock"))
+    kill(resident["pid"])
+    world.gone(resident["pid"])
+    replies = [
+        "[" * 100_000,  # nested past the parser's recursion limit
+        json.dumps({"stdout": "\udcff", "stderr": ""}),  # text no stream can write
+        "trickle",
+    ]
+    planted = subprocess.Popen(
+        [sys.executable, "-c", PLANTED, str(path), json.dumps(replies)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert planted.stdout.readline() == "ready\n"
+        for number in range(len(replies)):
+            started = time.monotonic()
+            done = world.run(f"s{number}", "SessionStart", "startup", timeout=30)
+            assert time.monotonic() - started < 4 + 10  # the deadline, plus a loaded machine's start-up
+            assert "ACME-RULE: one" in world.text(done), done.stderr
+            assert world.log()[-1]["answered_by"] == "in-process"
+    finally:
+        planted.kill()
+        planted.wait()
