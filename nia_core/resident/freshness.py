@@ -10,7 +10,10 @@ what that import depended on with what is on disk:
   another project's local plugin of the same name is imported (one process
   holds one module of a name);
 - the source of editable-installed plugins (``pip install -e``), likewise;
-- nia's own modules, by ``stat`` signature (an editable checkout of nia).
+- nia's own modules, by ``stat`` signature (an editable checkout of nia), and
+  every module imported from outside the ``sys.path`` folders of the scope (a
+  helper a plugin imports from the project): a change ends the process, as a
+  new one imports it afresh.
 
 The fingerprint of a project is taken before its plugins are imported, so an
 edit made while they load is seen at the next hook. Installed (not editable)
@@ -22,6 +25,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +38,10 @@ from nia_core.plugin_host.localimport import PACKAGE, take_modules
 
 
 class Freshness:
-    def __init__(self, plugins_dirs: tuple[str, ...] = ()) -> None:
+    def __init__(self, plugins_dirs: tuple[str, ...] = (), path: tuple[str, ...] = ()) -> None:
         self.plugins_dirs = plugins_dirs
+        self.installed = tuple(os.path.join(entry, "") for entry in path if os.path.isabs(entry))
+        """The scope's ``sys.path`` folders (and zip files): what is installed there changes the scope."""
         self.digests = DigestCache()
         self.prints: dict[Path, tuple[Any, ...]] = {}
         self.imported: dict[str, Path] = {}
@@ -109,17 +115,28 @@ class Freshness:
     # -- nia itself ---------------------------------------------------------------------
 
     def remember_code(self) -> None:
-        """Note the files of nia's modules imported so far (later hooks compare them)."""
+        """Note the files of the modules imported so far that the scope does not cover (later hooks compare them).
+
+        nia's own modules, and every module imported from outside the scope's
+        ``sys.path`` folders (whose installed distributions the scope covers):
+        a helper a plugin imports from a folder it put on ``sys.path``, or loads
+        from a file. Local and editable plugins are compared by content instead.
+        """
+        skipped = (PACKAGE, *(package for package, _ in self.editable()))
         for name, module in list(sys.modules.items()):
-            if name in self._seen or not name.startswith(("nia_core", "nia_plugins")):
+            if name in self._seen:
                 continue
             self._seen.add(name)
-            path = getattr(module, "__file__", None)
-            if isinstance(path, str):
+            if name.partition(".")[0] in skipped or not issubclass(type(module), types.ModuleType):
+                continue
+            path = vars(module).get("__file__")
+            if not isinstance(path, str):
+                continue
+            if name.startswith(("nia_core", "nia_plugins")) or not path.startswith(self.installed):
                 self.code[path] = _signature(path)
 
     def code_changed(self) -> str | None:
-        """The first of nia's module files that changed since it was imported, or ``None``."""
+        """The first module file of :meth:`remember_code` that changed since it was imported, or ``None``."""
         for path, known in self.code.items():
             if _signature(path) != known:
                 return path

@@ -17,9 +17,10 @@ it differs:
   (which plugins are switched off) and the editable-installed plugins' source,
   compared by content; a change rebuilds the runtime (local and editable
   plugin modules are imported afresh, as a new process would);
-- nia's own code: a changed module file (an editable checkout, say) ends the
-  process; the hook is answered in-process and the next one starts a new
-  resident. An upgrade or an installed plugin changes the scope itself.
+- nia's own code, and modules imported from outside the scope's ``sys.path``
+  folders (a helper a plugin imports from the project): a changed module file
+  ends the process; the hook is answered in-process and the next one starts a
+  new resident. An upgrade or an installed plugin changes the scope itself.
 
 It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
 asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, and after a
@@ -71,7 +72,7 @@ class Resident:
         self.place = place
         self.key = key
         self.socket_path = os.path.join(place, key + ".sock")
-        self.freshness = Freshness(tuple(options.get("plugins_dirs") or ()))
+        self.freshness = Freshness(tuple(options.get("plugins_dirs") or ()), tuple(found["path"]))
         self.runtime = Runtime(**self._runtime_options())
         self.answering = threading.Lock()
         self.active = 0
@@ -259,7 +260,8 @@ class Resident:
             changed = self.freshness.code_changed()
             if changed:
                 self.end(f"{changed} changed")
-                return {"refused": f"nia's code changed ({changed}); a new resident process starts", "start": True}
+                why = "nia's code" if _is_nias(changed) else "code a plugin imported"
+                return {"refused": f"{why} changed ({changed}); a new resident process starts", "start": True}
             return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook, parent, argv)
         finally:
             self.answering.release()
@@ -314,6 +316,13 @@ class Resident:
         if len(abandoned_threads()) > abandoned:
             self.end("a plugin left a thread nia had to abandon")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+
+def _is_nias(path: str) -> bool:
+    import nia_core
+    import nia_plugins
+
+    return any(path.startswith(os.path.join(os.path.dirname(p.__file__ or ""), "")) for p in (nia_core, nia_plugins))
 
 
 def _hook_argv(value: Any) -> list[str] | None:

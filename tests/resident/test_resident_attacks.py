@@ -176,3 +176,32 @@ def test_a_resident_answering_garbage_or_never_finishing_is_answered_around_with
     finally:
         planted.kill()
         planted.wait()
+
+
+HELPED = """
+import sys
+from nia_core import ContextSource, hookimpl
+
+def load():
+    sys.path.insert(0, {tools!r})
+    import helper  # a module of the project's own, not a plugin
+    return helper.RULE
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="helped/x", load=load, baseline="HELPED {}".format, update=lambda o, n: "HELPED " + n)]
+"""
+
+
+def test_a_module_a_plugin_imports_from_the_project_is_imported_afresh_once_edited(world):
+    tools = world.root / "tools"
+    tools.mkdir()
+    (tools / "helper.py").write_text("RULE = 'one'\n")
+    (world.plugins / "helped.py").write_text(HELPED.format(tools=str(tools)))
+    world.started()
+    assert "HELPED one" in world.text(world.run("s", "SessionStart", "startup"))
+    assert world.text(world.run("s", "UserPromptSubmit")) is None
+    assert world.log()[-1]["answered_by"] == "resident"
+    (tools / "helper.py").write_text("RULE = 'two'\n")
+    assert world.text(world.run("s", "UserPromptSubmit")) == "HELPED two"
+    assert "code a plugin imported changed" in world.log()[-1]["fallback"]
