@@ -855,20 +855,13 @@ def open_private_folder(path: str | os.PathLike[str], *, create: bool = False) -
     return fd
 
 
-def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE_LIMIT) -> bytes:
-    """The bytes of ``folder/name``, a file nia wrote for itself; :class:`Refused` unless it can be trusted.
-
-    The same rules as :func:`read_checked`, with the current user in place of
-    the project root: the folder passes :func:`open_private_folder`; the file
-    is opened through it with ``O_NOFOLLOW | O_NONBLOCK`` and must be a regular
-    file the current user owns that no one else may write; at most
-    ``limit + 1`` bytes are read, and more is refused. Raises ``OSError`` like
-    :func:`open` for a missing file.
-    """
-    folder_fd = open_private_folder(folder)
+def _open_private(folder: str | os.PathLike[str], name: str, flags: int, *, create: bool = False) -> int:
+    """A descriptor on ``folder/name`` opened with ``flags`` through a folder :func:`open_private_folder` trusts,
+    checked to be a regular file the current user owns that no one else may write (:class:`Refused` else)."""
+    folder_fd = open_private_folder(folder, create=create)
     try:
         try:
-            fd = os.open(name, _OPEN_FLAGS, dir_fd=folder_fd)
+            fd = os.open(name, flags, 0o600, dir_fd=folder_fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise Refused("is a symbolic link") from None
@@ -882,12 +875,62 @@ def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE
         problem = _not_private(info, "it")
         if problem is not None:
             raise Refused(problem)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE_LIMIT) -> bytes:
+    """The bytes of ``folder/name``, a file nia wrote for itself; :class:`Refused` unless it can be trusted.
+
+    The same rules as :func:`read_checked`, with the current user in place of
+    the project root: the folder passes :func:`open_private_folder`; the file
+    is opened through it with ``O_NOFOLLOW | O_NONBLOCK`` and must be a regular
+    file the current user owns that no one else may write; at most
+    ``limit + 1`` bytes are read, and more is refused. Raises ``OSError`` like
+    :func:`open` for a missing file.
+    """
+    fd = _open_private(folder, name, _OPEN_FLAGS)
+    try:
         data = read_fd(fd, limit)
     finally:
         os.close(fd)
     if len(data) > limit:
         raise Refused(f"is larger than {limit} bytes")
     return data
+
+
+def read_private_end(folder: str | os.PathLike[str], name: str, size: int) -> bytes:
+    """The last ``size`` bytes of ``folder/name`` (the whole of a shorter file), by :func:`read_private`'s rules.
+
+    For a log nia appends to, whose newest lines are what a reader wants.
+    """
+    fd = _open_private(folder, name, _OPEN_FLAGS)
+    try:
+        end = os.fstat(fd).st_size
+        os.lseek(fd, max(0, end - size), os.SEEK_SET)
+        return read_fd(fd, size)[:size]
+    finally:
+        os.close(fd)
+
+
+def append_private(folder: str | os.PathLike[str], name: str, data: bytes) -> int:
+    """Add ``data`` at the end of ``folder/name`` (made ``0o600`` if missing); the file's size after it.
+
+    By :func:`read_private`'s rules (a link, a FIFO or a device, another
+    user's file or one others may write is :class:`Refused`, never waited on);
+    the folder is made if missing, as by :func:`write_private`.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0)
+    fd = _open_private(folder, name, flags | getattr(os, "O_CLOEXEC", 0), create=True)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def write_private(folder: str | os.PathLike[str], name: str, data: bytes) -> None:

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nia_core import stdio
 from nia_core.agents import hook_log
@@ -111,7 +111,8 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         missing: list[str] = []
         role = adapter.role(hook.event)
         starts = role == START and hook.source in adapter.fresh
-        forked = _fork(adapter, hook, runtime, store, session.id, entry)
+        previous = hook_log.last_entry(session.id)  # nia's previous hook of this conversation (they run one at a time)
+        forked = _fork(adapter, hook, runtime, store, session.id, entry, previous)
         if forked == "waiting":
             entry.outcome = "fork-waiting"
             return
@@ -120,7 +121,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
         else:
             gone = False
             checked = not starts and forked != "continued"
-            if checked and not _in_flight(adapter, hook, session.id) and not _same_prompt(entry, session.id):
+            if checked and not _in_flight(adapter, hook, previous) and not _same_prompt(entry, previous):
                 missing, gone = _missing(adapter, store, session.id, hook, location.root)
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
@@ -137,7 +138,13 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
 
 
 def _fork(
-    adapter: HostAdapter, hook: HookInput, runtime: Runtime, store: Store, session_id: str, entry: hook_log.Entry
+    adapter: HostAdapter,
+    hook: HookInput,
+    runtime: Runtime,
+    store: Store,
+    session_id: str,
+    entry: hook_log.Entry,
+    previous: dict[str, Any] | None,
 ) -> str:
     """A fork continues the epoch of the conversation it copies: ``continued``, ``waiting`` or ``''``.
 
@@ -155,7 +162,7 @@ def _fork(
     role = adapter.role(hook.event)
     fork_start = role == START and hook.source in adapter.forks
     copied = adapter.forks_copied and role == PROMPT
-    if not fork_start and not copied and not _waiting_fork(session_id):
+    if not fork_start and not copied and not _waiting_fork(previous):
         return ""
     if store.state(session_id).epoch is not None:
         return ""
@@ -167,8 +174,7 @@ def _fork(
     return ""
 
 
-def _waiting_fork(session_id: str) -> bool:
-    previous = hook_log.last_entry(session_id)
+def _waiting_fork(previous: dict[str, Any] | None) -> bool:
     return previous is not None and previous.get("outcome") == "fork-waiting"
 
 
@@ -197,7 +203,7 @@ def _answered(
     return 0 in delivered([epoch.baseline], outputs, printer, adapter.recorded, adapter.joins)
 
 
-def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
+def _in_flight(adapter: HostAdapter, hook: HookInput, previous: dict[str, Any] | None) -> bool:
     """Whether this prompt's turn began with a start hook whose output is not in the transcript yet.
 
     Claude Code 2.1.328 writes a resumed turn's SessionStart output to the
@@ -207,11 +213,10 @@ def _in_flight(adapter: HostAdapter, hook: HookInput, session_id: str) -> bool:
     """
     if not adapter.start_recorded_late or adapter.role(hook.event) != PROMPT:
         return False
-    previous = hook_log.last_entry(session_id)
     return previous is not None and adapter.role(str(previous.get("event"))) == START
 
 
-def _same_prompt(entry: hook_log.Entry, session_id: str) -> bool:
+def _same_prompt(entry: hook_log.Entry, previous: dict[str, Any] | None) -> bool:
     """Whether nia's previous hook of this conversation answered this same prompt moments ago, and printed.
 
     Two of nia's hooks can answer one prompt (installed at two scopes; a host
@@ -222,7 +227,6 @@ def _same_prompt(entry: hook_log.Entry, session_id: str) -> bool:
     one's log entry is there; one older than the host's own timeout for a
     hook is from an earlier prompt.
     """
-    previous = hook_log.last_entry(session_id)
     if not entry.turn or previous is None or previous.get("turn") != entry.turn:
         return False
     return bool(previous.get("printed")) and hook_log.recent(previous, HOOK_TIMEOUT)

@@ -3,7 +3,10 @@
 One JSON-lines file per attached session under ``$XDG_STATE_HOME/nia/hooks``
 (``NIA_HOOK_LOG`` names another folder). A hook appends one line per
 invocation; the file keeps the last :data:`KEEP` lines. The log is a record
-for people; the store stays the truth about what was admitted.
+for people; the store stays the truth about what was admitted. Every read and
+write goes through nia's checked reader and writer for its own files
+(:func:`nia_core.files.read_private` and the like): a link, a FIFO or another
+user's file where a log should be is skipped, never followed or waited on.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from nia_core.files import append_private, read_private, read_private_end, write_private
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -65,27 +70,21 @@ class Entry:
 
 def append(entry: Entry) -> None:
     """Add ``entry`` to its session's log; a log that cannot be written is skipped (the hook must not fail)."""
-    name = entry.session or f"{entry.host}-unattached"
-    folder = log_dir()
-    path = folder / f"{name}.jsonl"
+    name = f"{entry.session or f'{entry.host}-unattached'}.jsonl"
     line = json.dumps(asdict(entry), ensure_ascii=False) + "\n"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(line)
-        if path.stat().st_size > 4096 * KEEP // 4:
-            _trim(path)
+        size = append_private(log_dir(), name, line.encode("utf-8", "backslashreplace"))
+        if size > 4096 * KEEP // 4:
+            _trim(name)
     except OSError:
         return
 
 
-def _trim(path: Path) -> None:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+def _trim(name: str) -> None:
+    lines = read_private(log_dir(), name).decode("utf-8", "replace").splitlines(keepends=True)
     if len(lines) <= 2 * KEEP:
         return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(lines[-KEEP:]), encoding="utf-8")
-    os.replace(tmp, path)
+    write_private(log_dir(), name, "".join(lines[-KEEP:]).encode("utf-8", "backslashreplace"))
 
 
 @contextlib.contextmanager
@@ -135,15 +134,21 @@ def recent(entry: dict[str, Any] | None, seconds: float) -> bool:
 
 def last_entry(session: str) -> dict[str, Any] | None:
     """The newest entry of one session, or ``None``."""
-    path = log_dir() / f"{session}.jsonl"
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - 64 * 1024))
-            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+        for tail in (4 * 1024, 64 * 1024):  # an entry is a few hundred bytes: read more only when it is not
+            data = read_private_end(log_dir(), f"{session}.jsonl", tail + 1)
+            lines = data.decode("utf-8", errors="replace").splitlines()
+            if len(data) > tail:
+                lines = lines[1:]  # a line cut in the middle
+            found = _newest(lines)
+            if found is not None or len(data) <= tail:
+                return found
     except OSError:
         return None
+    return None
+
+
+def _newest(lines: list[str]) -> dict[str, Any] | None:
     for line in reversed(lines):
         try:
             item = json.loads(line)
@@ -160,12 +165,15 @@ def read(last: int = 20, session: str | None = None) -> list[dict[str, Any]]:
     if not folder.is_dir():
         return []
     out: list[dict[str, Any]] = []
-    files = sorted(folder.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)
-    for path in files:
+    for path in sorted(folder.glob("*.jsonl"), key=_modified):
         if session and not path.stem.startswith(session):
             continue
+        try:
+            text = read_private(folder, path.name).decode("utf-8", errors="replace")
+        except OSError:  # not a log nia wrote (a link, a FIFO, another user's file) or gone meanwhile
+            continue
         entries = []
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        for line in text.splitlines():
             try:
                 item = json.loads(line)
             except ValueError:
@@ -174,3 +182,10 @@ def read(last: int = 20, session: str | None = None) -> list[dict[str, Any]]:
                 entries.append(item)
         out.extend(entries[-last:])
     return out
+
+
+def _modified(path: Path) -> float:
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0.0

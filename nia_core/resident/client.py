@@ -124,6 +124,7 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
         "scope": found,
         "per_hook": scope.per_hook(),
         "parent_pid": os.getppid(),
+        "argv": sys.argv,
         "host": host,
         "input": data.decode("utf-8", "surrogateescape"),
         "wait": wait,
@@ -249,7 +250,7 @@ def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str,
     (no working directory on ``sys.path``) and takes the hook's ``sys.path``
     from its arguments. Its environment and working directory are the hook's
     as they were before the hook was answered in-process (where a plugin may
-    have changed both).
+    have changed both), and so is its umask.
     """
     python = sys.executable
     if not python:
@@ -264,6 +265,7 @@ def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str,
     ]
     try:
         os.chdir(found["cwd"])
+        os.umask(found["umask"])
         pid = os.posix_spawn(python, argv, {**found["env"], **hook_values}, file_actions=actions, setsid=True)
         os.waitpid(pid, 0)
     except OSError:

@@ -6,7 +6,9 @@ what that import depended on with what is on disk:
 
 - each project's local plugins (``.nia/plugins``, every file by content, with
   :class:`~nia_core.plugin_host.fingerprint.DigestCache`'s "racy" rule) and its
-  ``.nia/project.toml`` (``[plugins] disabled`` decides what loads);
+  ``.nia/project.toml`` (``[plugins] disabled`` decides what loads); and whether
+  another project's local plugin of the same name is imported (one process
+  holds one module of a name);
 - the source of editable-installed plugins (``pip install -e``), likewise;
 - nia's own modules, by ``stat`` signature (an editable checkout of nia).
 
@@ -25,6 +27,7 @@ from typing import Any
 
 from nia_core.context import Location
 from nia_core.files import Signature, signature
+from nia_core.plugin_host.discovery import local_plugin_paths
 from nia_core.plugin_host.fingerprint import DigestCache
 from nia_core.plugin_host.load import local_folders
 from nia_core.plugin_host.localimport import PACKAGE, take_modules
@@ -35,6 +38,8 @@ class Freshness:
         self.plugins_dirs = plugins_dirs
         self.digests = DigestCache()
         self.prints: dict[Path, tuple[Any, ...]] = {}
+        self.imported: dict[str, Path] = {}
+        """The local plugins the warm hosts imported (or will): name -> where from."""
         self.code: dict[str, Signature | None] = {}
         self._seen: set[str] = set()
         self._editable: list[tuple[str, Path]] | None = None
@@ -42,16 +47,35 @@ class Freshness:
     # -- plugins ------------------------------------------------------------------------
 
     def check(self, location: Location) -> bool:
-        """Whether the plugin code of ``location``'s project changed since its host was loaded (then forget all)."""
+        """Whether the warm plugin hosts must be dropped before ``location``'s project is answered (then forget all).
+
+        They must when the plugin code of the project changed since its host was
+        loaded, and when one of its local plugins has the name of another
+        project's local plugin already imported: local plugins are modules named
+        ``nia_local_plugins.NAME`` in the whole process, so two of one name
+        cannot be loaded side by side (the other project's host would import the
+        submodules of this one's, and the reverse). Projects whose local plugins
+        have different names keep their hosts warm together.
+        """
         current = self.fingerprint(location)
+        local = self.local_plugins(location)
+        clash = any(self.imported.get(name, path) != path for name, path in local.items())
         known = self.prints.get(location.root)
-        if known is None:
-            self.prints[location.root] = current
-            return False
-        if known == current:
-            return False
-        self.prints = {location.root: current}  # every project's host is loaded afresh after a rebuild
-        return True
+        if clash or (known is not None and known != current):
+            self.prints = {location.root: current}  # every project's host is loaded afresh after a rebuild
+            self.imported = local
+            return True
+        self.prints[location.root] = current
+        self.imported.update(local)
+        return False
+
+    def local_plugins(self, location: Location) -> dict[str, Path]:
+        """The local plugins a host of ``location`` imports: name -> file or package folder."""
+        found: dict[str, Path] = {}
+        for folder in local_folders(location, self.plugins_dirs):
+            for name, path in local_plugin_paths(folder):
+                found.setdefault(name, path)
+        return found
 
     def fingerprint(self, location: Location) -> tuple[Any, ...]:
         folders = [self.digests.fingerprint(folder) for folder in local_folders(location, self.plugins_dirs)]

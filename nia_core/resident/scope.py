@@ -5,9 +5,10 @@ anyway: nia's version and the protocol, the interpreter with its options and
 ``sys.path``, the installed distributions (each ``sys.path`` folder's
 modification time moves when a distribution is installed, upgraded or
 removed; the working directory's own entry of ``python -c`` is not watched),
-the working directory, the user, the environment, and the command's plugin
-options. Two hooks with the same scope share a resident process; any
-difference gets another one. The client and the resident compute it with
+the working directory, the user and its groups, the umask (the mode of every
+file a hook creates), the environment, and the command's plugin options.
+Two hooks with the same scope share a resident process; any difference gets
+another one. The client and the resident compute it with
 the same function, and the resident compares the whole scope a client sends
 with its own before answering, so the socket's name (a digest) never decides
 anything by itself.
@@ -32,7 +33,7 @@ TYPE_CHECKING = False  # not typing's: the thin client imports this module
 if TYPE_CHECKING:
     from typing import Any
 
-PROTOCOL = 1
+PROTOCOL = 2
 """Bumped whenever a request or a reply changes shape: an older resident is never asked."""
 
 PER_HOOK = frozenset(
@@ -81,9 +82,18 @@ def scope(options: dict[str, Any] | None = None) -> dict[str, Any]:
         "installed": installed,
         "cwd": os.getcwd(),
         "uid": os.getuid(),
+        "groups": [os.getgid(), *sorted(os.getgroups())],
+        "umask": umask(),
         "env": {name: value for name, value in os.environ.items() if name not in PER_HOOK},
         "options": options or {},
     }
+
+
+def umask() -> int:
+    """This process's umask (read by setting it: there is no other way; a hook's process has one thread)."""
+    current = os.umask(0o077)
+    os.umask(current)
+    return current
 
 
 def per_hook() -> dict[str, str]:

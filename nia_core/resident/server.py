@@ -80,6 +80,8 @@ class Resident:
         self.ending = ""
         self.projects: list[str] = []
         self.bound: tuple[int, int] | None = None
+        self.streams = (sys.stdin, sys.stdout, sys.stderr)
+        """The process's own streams, which every hook starts with (a plugin may replace them)."""
         self.wake = os.pipe()
         """Written to by :meth:`end`: the accept loop wakes up without polling."""
 
@@ -152,6 +154,20 @@ class Resident:
             "options": self.options,
         }
         write_private(self.place, self.key + ".json", json.dumps(data).encode("utf-8"))
+
+    def _fresh_process(self, argv: list[str]) -> None:
+        """Give the hook's plugins the process a new hook process would start with, whatever an earlier hook's did.
+
+        The working directory, ``sys.path``, the umask (part of the scope), the
+        standard streams and ``sys.argv`` (the hook's own) are set anew; the
+        environment is set by :func:`_environment`.
+        """
+        with contextlib.suppress(OSError):
+            os.chdir(self.scope["cwd"])  # also when the folder was replaced by another of that name
+        sys.path[:] = self.scope["path"]
+        os.umask(self.scope["umask"])
+        sys.stdin, sys.stdout, sys.stderr = self.streams
+        sys.argv[:] = argv
 
     # -- serving ----------------------------------------------------------------------
 
@@ -232,8 +248,8 @@ class Resident:
         if request.get("scope") != self.scope:
             return {"refused": "the resident process serves another environment"}
         host, data, per_hook = request.get("host"), request.get("input"), request.get("per_hook")
-        parent = request.get("parent_pid")
-        if not isinstance(host, str) or not isinstance(data, str) or not isinstance(per_hook, dict):
+        parent, argv = request.get("parent_pid"), _hook_argv(request.get("argv"))
+        if not isinstance(host, str) or not isinstance(data, str) or not isinstance(per_hook, dict) or argv is None:
             return {"refused": "not a hook request"}
         if not isinstance(parent, int) or isinstance(parent, bool):
             return {"refused": "not a hook request"}
@@ -244,11 +260,11 @@ class Resident:
             if changed:
                 self.end(f"{changed} changed")
                 return {"refused": f"nia's code changed ({changed}); a new resident process starts", "start": True}
-            return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook, parent)
+            return self._answer(host, data.encode("utf-8", "surrogateescape"), per_hook, parent, argv)
         finally:
             self.answering.release()
 
-    def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int) -> dict[str, Any]:
+    def _answer(self, host: str, data: bytes, per_hook: dict[str, Any], parent: int, argv: list[str]) -> dict[str, Any]:
         from nia_core import stdio
         from nia_core.agents import adapter, hook_log
         from nia_core.agents.answer import emit, record_logged, run, session_of
@@ -280,9 +296,7 @@ class Resident:
                 with contextlib.suppress(Exception):
                     self.write_metadata()
         _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
-        with contextlib.suppress(OSError):
-            if os.getcwd() != self.scope["cwd"]:
-                os.chdir(self.scope["cwd"])  # a plugin that moved the process does not move the next hook
+        self._fresh_process(argv)
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
         record_logged()  # this hook's warnings, said once each, as in a hook's own process
@@ -300,6 +314,12 @@ class Resident:
         if len(abandoned_threads()) > abandoned:
             self.end("a plugin left a thread nia had to abandon")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+
+def _hook_argv(value: Any) -> list[str] | None:
+    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+        return value
+    return None
 
 
 def _environment(scope: dict[str, str], per_hook: dict[str, str]) -> None:

@@ -90,6 +90,30 @@ def test_two_of_nias_hooks_at_one_prompt_say_it_once(project):  # noqa: F811
     ]
 
 
+MANY = """\
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    def source(i):
+        path = location.root / "rule.txt"
+        return ContextSource(key=f"acme/a-rather-long-source-name-{i:04d}", load=lambda: path.read_text().strip(),
+                             baseline=lambda v: f"{i}: {v}")
+    return [source(i) for i in range(300)]
+"""
+
+
+def test_the_second_hook_of_a_prompt_finds_a_first_hook_whose_log_entry_is_long(project):  # noqa: F811
+    (project / ".nia" / "plugins" / "many.py").write_text(MANY)
+    copilot = Copilot(project)
+    assert copilot.prompt(hooks=2) is not None
+    rule(project, "two")
+    assert copilot.prompt(hooks=2) is not None
+    entries = log()
+    assert len(json.dumps(entries[-2])) > 10_000  # 300 changed keys: past the end of the log nia reads first
+    assert [(e["outcome"], bool(e["printed"])) for e in entries[-2:]] == [("updated", True), ("unchanged", False)]
+
+
 def test_the_answer_is_a_top_level_additional_context(project):  # noqa: F811
     payload = {"sessionId": SESSION, "timestamp": 1, "cwd": str(project), "prompt": "hi"}
     result = CliRunner().invoke(cli, ["hook", "copilot"], input=json.dumps(payload))

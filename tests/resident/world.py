@@ -69,8 +69,10 @@ class World:
         transcript: bool = False,
         env: dict[str, str] | None = None,
         timeout: float = 120,
+        umask: int = -1,
     ) -> subprocess.CompletedProcess[str]:
-        """One hook process; with ``transcript``, what it printed is recorded as the host records it."""
+        """One hook process (with ``umask``, when given); with ``transcript``, what it printed is recorded as
+        the host records it."""
         done = subprocess.run(
             [*HOOK, host],
             input=self.payload(session, event, source, transcript),
@@ -79,6 +81,7 @@ class World:
             env={**self.env, **(env or {})},
             cwd=self.root,
             timeout=timeout,
+            umask=umask,
         )
         assert done.returncode == 0, done.stderr
         if transcript and done.stdout.strip():

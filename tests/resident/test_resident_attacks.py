@@ -1,0 +1,122 @@
+"""Attacks on the resident process: what a plugin or a repository does to it never reaches another hook.
+
+A hook answered by a resident process must see what a new hook process sees, whatever the
+hooks before it (their plugins, their projects) did to the process they shared.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.resident.world import HOOK, World
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path / "shop")
+
+
+MEDDLER = """
+import os, sys
+import json
+import subprocess
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+LOG = Path(__file__).resolve().parents[2] / "seen.log"
+
+def seen():
+    state = {"path": sys.path, "umask": os.umask(0o022), "cwd": os.getcwd(), "argv": sys.argv}
+    with open(LOG, "a") as handle:
+        handle.write(repr(state) + "\\n")
+    print("MEDDLER-WAS-HERE", file=sys.stderr)
+    sys.path.insert(0, "/meddled")
+    os.umask(0)
+    os.chdir("/")
+    sys.argv[:] = ["meddled"]
+    sys.stderr = open(os.devnull, "w")
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="meddler/x", load=seen, baseline=lambda v: "MEDDLED")]
+"""
+
+
+def test_what_a_plugin_changes_in_the_process_does_not_reach_the_next_hook(world):
+    """``sys.path``, the umask, the working directory, ``sys.argv`` and ``sys.stderr``, changed by a loader."""
+    (world.plugins / "meddler.py").write_text(MEDDLER)
+    world.started()
+    here = world.run("in", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+    runs = [world.run(session, "SessionStart", "startup") for session in ("a", "b")]
+    assert [e["answered_by"] for e in world.log()][-3:] == ["in-process", "resident", "resident"]
+    states = [ast.literal_eval(line) for line in (world.root / "seen.log").read_text().splitlines()]
+    assert states[1] == states[0] and states[2] == states[0]
+    assert all("MEDDLER-WAS-HERE" in done.stderr for done in [here, *runs])
+
+
+def test_a_hook_gets_a_resident_of_its_own_umask_whatever_a_plugin_set_before_it_started_one(world):
+    """The umask decides the mode of every file a hook creates: it is part of the scope, and the resident a hook
+    starts after answering in-process has the hook's umask, not the one a plugin left."""
+    (world.plugins / "meddler.py").write_text(MEDDLER)
+    world.run("a", "SessionStart", "startup", umask=0o022)  # in-process: the plugin leaves umask 0, then it starts one
+    world.ready()
+    world.run("b", "SessionStart", "startup", umask=0o022)
+    world.run("c", "SessionStart", "startup", umask=0o077)
+    world.ready(more_than=1)
+    world.run("d", "SessionStart", "startup", umask=0o077)
+    answered = [(e["host_session"], e["answered_by"]) for e in world.log()]
+    assert answered == [("a", "in-process"), ("b", "resident"), ("c", "in-process"), ("d", "resident")]
+    states = [ast.literal_eval(line) for line in (world.root / "seen.log").read_text().splitlines()]
+    assert [state["umask"] for state in states] == [0o022, 0o022, 0o077, 0o077]
+
+
+ACME = """
+from nia_core import ContextSource, hookimpl
+
+@hookimpl
+def nia_context_sources(location):
+    def load():
+        from . import which  # a plugin package's own module, imported when it is first needed
+        return which.NAME
+    return [ContextSource(key="acme/which", load=load, baseline=lambda v: "WHICH: " + v)]
+"""
+
+
+def test_projects_sharing_a_resident_never_run_each_others_local_plugins(tmp_path):
+    """Two projects whose local plugins have one name, hooked from the folder above both (one scope, one resident).
+
+    Each hook must run its own project's plugin, as a hook in its own process does, also a submodule the plugin
+    imports only when its loader runs.
+    """
+    for name in ("alpha", "beta"):
+        world = World(tmp_path / name)
+        (world.plugins / "acme.py").unlink()
+        (world.plugins / "acme").mkdir()
+        (world.plugins / "acme" / "__init__.py").write_text(ACME)
+        (world.plugins / "acme" / "which.py").write_text(f"NAME = {name!r}\n")
+    world.root = tmp_path  # the hooks' working directory; their payloads name each project
+
+    def which(project: str, session: str) -> str | None:
+        payload = {"session_id": session, "cwd": str(tmp_path / project), "hook_event_name": "SessionStart"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"], input=json.dumps({**payload, "source": "startup"}),
+            capture_output=True, text=True, env=world.env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        text = world.text(done) or ""
+        return next((line for line in text.splitlines() if line.startswith("WHICH")), None)
+
+    assert which("alpha", "a1") == "WHICH: alpha"
+    world.ready()
+    assert [which("alpha", "a2"), which("beta", "b1"), which("alpha", "a3"), which("beta", "b2")] == [
+        "WHICH: alpha",
+        "WHICH: beta",
+        "WHICH: alpha",
+        "WHICH: beta",
+    ]
+    assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
