@@ -6,20 +6,74 @@ message on one line and exits with ``exit_code`` instead of showing a traceback.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
+
+CALLERS = frozenset({"nia_core", "nia_plugins", "pluggy"})
+"""Top-level packages whose frames call plugin code, beside Python's standard library: never the plugin's line."""
 
 
 def raised_at(exc: BaseException) -> tuple[str, int] | None:
-    """``(file, line)`` an exception was raised at: its last frame outside Python's frozen import machinery.
+    """``(file, line)`` where ``exc`` was raised: in the plugin's own code (:func:`plugin_frame`) when it ran,
+    else the traceback's last frame (nia's own error). A refused ``os._exit`` is raised by nia's guard:
+    where it was called is what names the plugin's line."""
+    if isinstance(exc, ExitRefused):
+        return exc.at
+    return plugin_frame(exc) or _last_frame(exc)
 
-    A refused ``os._exit`` is raised by nia's guard: where it was called is what names the plugin's line.
+
+def plugin_frame(exc: BaseException) -> tuple[str, int] | None:
+    """``(file, line)`` in the code nia called where ``exc`` was raised, ``None`` when none of it ran.
+
+    The first frame of the traceback that is neither nia's (:data:`CALLERS`)
+    nor the standard library's is the code nia called (a plugin's hook,
+    loader, renderer); the answer is the deepest frame of that same top-level
+    package, so a loader whose ``json.loads`` fails, or whose HTTP library
+    does, is named at its own line, not inside the library. Frames are read
+    from the traceback's code objects: no source file is opened.
     """
     if isinstance(exc, ExitRefused):
         return exc.at
     import traceback  # on a failure only: not part of every start
 
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<frozen")]
-    return (frames[-1].filename, frames[-1].lineno or 0) if frames else None
+    frames = [
+        (frame.f_code.co_filename, line, _top_package(frame.f_globals))
+        for frame, line in traceback.walk_tb(exc.__traceback__)
+        if not frame.f_code.co_filename.startswith("<frozen")
+    ]
+    called = next((top for _, _, top in frames if not _is_caller(top)), None)
+    if called is None:
+        return None
+    file, line, _ = next(frame for frame in reversed(frames) if frame[2] == called)
+    return file, line
+
+
+def where_raised(exc: BaseException | None) -> str:
+    """`` (file:line)`` of :func:`plugin_frame`, the file named as messages name files (:func:`shown_path`);
+    empty when only nia's own code or Python's ran."""
+    at = plugin_frame(exc) if exc is not None else None
+    return f" ({shown_path(at[0])}:{at[1]})" if at else ""
+
+
+def _last_frame(exc: BaseException) -> tuple[str, int] | None:
+    import traceback
+
+    frames = [
+        (frame.f_code.co_filename, line)
+        for frame, line in traceback.walk_tb(exc.__traceback__)
+        if not frame.f_code.co_filename.startswith("<frozen")
+    ]
+    return frames[-1] if frames else None
+
+
+def _top_package(namespace: dict[str, object]) -> str:
+    name = namespace.get("__name__")
+    return name.partition(".")[0] if isinstance(name, str) else ""
+
+
+def _is_caller(top: str) -> bool:
+    return top in CALLERS or top in sys.stdlib_module_names
 
 
 def message_of(exc: BaseException | None) -> str:
@@ -52,6 +106,55 @@ def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str
         return text
     at = raised_at(exc)
     return text + (f" ({show_path(at[0])}:{at[1]})" if at else "")
+
+
+def _escape(ch: str) -> str:
+    if ch == "\\":
+        return "\\\\"
+    if ch.isprintable():
+        return ch
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of the file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_name(name: str) -> str:
+    """``name`` on one line with nothing invisible: how a file name appears in a prompt or a message.
+
+    Every character Python does not call printable (control characters — a
+    newline could forge a heading —, line and paragraph separators,
+    bidirectional overrides, zero-width characters, lone surrogates from
+    undecodable bytes) becomes ``\\xNN``/``\\uNNNN``, and a backslash is
+    doubled so the escaping stays unambiguous. Ordinary names come back as
+    they are.
+    """
+    if name.isprintable() and "\\" not in name:
+        return name
+    return "".join(map(_escape, name))
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """How a message names a file: relative to the working directory, on one line.
+
+    ``.nia/project.toml`` in the project root, ``../.nia/project.toml`` one
+    folder below it. A file reached only by climbing more than two folders, or
+    by climbing and then going down more than three (somewhere else on the
+    machine, not the project you are in), is named by its absolute path, which
+    reads better there; so is any file when the working directory is gone.
+    """
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except (OSError, ValueError):  # no working directory any more, or another drive
+        return escape_name(absolute)
+    parts = relative.split(os.sep)
+    ups = len(parts) - len([p for p in parts if p != os.pardir])
+    if ups > 2 or (ups and len(parts) - ups > 3):
+        return escape_name(absolute)
+    return escape_name(relative)
 
 
 class ExitRefused(BaseException):

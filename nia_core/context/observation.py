@@ -18,6 +18,7 @@ from typing import Any, Literal, NamedTuple
 
 from nia_core.context.concurrent import Outcome, call_all
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
+from nia_core.errors import where_raised
 from nia_core.files import MISS
 
 log = logging.getLogger("nia.context")
@@ -90,7 +91,7 @@ def _observation(key: str, timeout: float, outcome: Outcome) -> Observation:
         return Observation(key, UNAVAILABLE, "timeout", f"loader timed out after {timeout:g}s", timeout)
     if status == "error":
         text = " ".join(outcome.message.split())  # worded on the worker: the plugin's __str__ does not run here
-        reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "")
+        reason = f"loader raised {type(error).__name__}" + (f": {text}" if text else "") + where_raised(error)
         log.debug("context source %s: %s", key, reason, exc_info=error)  # --debug: the traceback too
         return Observation(key, UNAVAILABLE, "error", reason, seconds)
     return Observation(key, UNAVAILABLE, "unavailable", "loader said unavailable", seconds)

@@ -26,7 +26,7 @@ from nia_core.context.refresh import Refreshers
 from nia_core.context.source import LOADER_TIMEOUT, ContextSource
 from nia_core.context.system import SystemContext
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, PluginRaised, call
-from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError, raised_at
+from nia_core.errors import DuplicateContribution, DuplicateSourceKey, NiaError, where_raised
 
 log = logging.getLogger("nia.registry")
 
@@ -145,13 +145,8 @@ LATE_CLAUSE = "its sources are left out until it answers in time (a busy machine
 class SystemContextRegistry:
     """Global producers, replayed into each open :class:`LocationContext`."""
 
-    def __init__(
-        self, *, producer_timeout: float = LOADER_TIMEOUT, show_path: Callable[[str], str | None] | None = None
-    ) -> None:
+    def __init__(self, *, producer_timeout: float = LOADER_TIMEOUT) -> None:
         self.producer_timeout = producer_timeout
-        self.show_path = show_path
-        """Given, a producer that raised is reported with the file and line it raised at, named by this
-        (``None``: not named, such as a file of nia's own whose message says it all)."""
         self._lock = threading.RLock()
         self._contributions: dict[str, Contribution] = {}
         self._open: list[LocationContext] = []
@@ -298,12 +293,7 @@ class LocationContext:
                 problem = _problem(contribution, "timeout", f"timed out after {seconds:g}s; {LATE_CLAUSE}")
             elif outcome.status == "error":
                 exc = outcome.error
-                said = f"raised {type(exc).__name__}: {outcome.message}"
-                show = self.registry.show_path
-                at = raised_at(exc) if show is not None and exc is not None else None
-                shown = show(at[0]) if at is not None and show is not None else None
-                if at is not None and shown is not None:
-                    said += f" ({shown}:{at[1]})"
+                said = f"raised {type(exc).__name__}: {outcome.message}{where_raised(exc)}"
                 problem = _problem(contribution, "raised", said, exc)
             else:
                 accepted, problem = _check(contribution, outcome.value, owners)

@@ -24,7 +24,7 @@ from nia_core.context.observation import Observation, max_source_bytes, observe,
 from nia_core.context.snapshot import Snapshot, SnapshotEntry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
 from nia_core.deadline import PLUGIN_TIMEOUT, Late, Outcome, PluginRaised, call_each
-from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of
+from nia_core.errors import DuplicateSourceKey, InitializationBlocked, RenderError, message_of, where_raised
 
 SEPARATOR = "\n\n"
 
@@ -311,7 +311,9 @@ def _render(source: ContextSource, renderer: str, *args: Any) -> str:
     try:
         text = fn(*args)  # on a worker: its prints go to stderr, never into nia's output
     except BaseException as exc:  # SystemExit, a plugin's own KeyboardInterrupt...: a failure like any other
-        raise RenderError(source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}") from exc
+        raise RenderError(
+            source.key, renderer, f"raised {type(exc).__name__}: {message_of(exc)}{where_raised(exc)}"
+        ) from exc
     if type(text) is not str:  # a str subclass's methods are the plugin's code
         if not isinstance(text, str):
             raise RenderError(source.key, renderer, f"returned {type(text).__name__}, not text")
@@ -404,7 +406,7 @@ def _render_error(source: ContextSource, renderer: str, error: PluginRaised | La
         return RenderError(source.key, renderer, f"did not finish in {error.seconds:g} s")
     if isinstance(error.original, RenderError):
         return error.original
-    return RenderError(source.key, renderer, f"raised {error.text}")
+    return RenderError(source.key, renderer, f"raised {error.text}{where_raised(error.original)}")
 
 
 CODEC_TIMEOUT = PLUGIN_TIMEOUT

@@ -17,7 +17,7 @@ import functools
 from nia_core.context import Assembly, ContextSource, Location, Observation, canonical_json, observe
 from nia_core.context.observation import max_source_bytes, too_large
 from nia_core.deadline import Late, call_each
-from nia_core.errors import message_of, one_line
+from nia_core.errors import message_of, one_line, where_raised
 from nia_core.plugin_host.manager import PluginHost
 
 
@@ -94,7 +94,7 @@ def _render_problem(render: object, value: object) -> str | None:
     try:
         text = render(value)  # type: ignore[operator]
     except BaseException as exc:  # noqa: BLE001 - run on a worker: never the user's Ctrl-C
-        return f"baseline renderer raised {one_line(exc, where=False)}"
+        return f"baseline renderer raised {one_line(exc, where=False)}{where_raised(exc)}"
     if not isinstance(text, str):
         return f"baseline renderer returned {type(text).__name__}, not text"
     text = str.__str__(text)  # a str subclass's own methods are the plugin's code

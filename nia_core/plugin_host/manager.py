@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -21,13 +20,12 @@ import pluggy
 from nia_core import hookspecs
 from nia_core.context import Assembly, Location, LocationContext, Observation, SystemContext, SystemContextRegistry
 from nia_core.context.source import LOADER_TIMEOUT, UNAVAILABLE, ContextSource
-from nia_core.errors import NiaError, RenderError, raised_at
+from nia_core.errors import NiaError, RenderError, plugin_frame, where_raised
 from nia_core.plugin_host.calls import HookCall, PerPlugin, guarded
 from nia_core.plugin_host.implementations import HookNamespace, Implementation, implementations
 from nia_core.plugin_host.importing import import_deadline
 from nia_core.plugin_host.plugin import HookProblem, Origin, PluginInfo
 from nia_core.project.config import load_project_config, project_tables
-from nia_core.project.paths import shown_path
 
 log = logging.getLogger("nia.host")
 
@@ -80,15 +78,6 @@ def _wrapper_problem(found: list[Implementation]) -> str | None:
     return None
 
 
-_NIA_CORE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NIA_FOLDERS = (_NIA_CORE + os.sep, os.path.join(os.path.dirname(_NIA_CORE), "nia_plugins") + os.sep)
-
-
-def _plugin_file(path: str) -> str | None:
-    """How a problem names a plugin's file; ``None`` for nia's own code (a built-in's message says it all)."""
-    return None if os.path.abspath(path).startswith(_NIA_FOLDERS) else shown_path(path)
-
-
 class PluginHost:
     """Registers plugins with pluggy and their context producers with the registry."""
 
@@ -102,7 +91,7 @@ class PluginHost:
     ) -> None:
         self.pm = pluggy.PluginManager("nia")
         self.pm.add_hookspecs(hookspecs)
-        self.registry = SystemContextRegistry(producer_timeout=timeout, show_path=_plugin_file)
+        self.registry = SystemContextRegistry(producer_timeout=timeout)
         self.strict = strict
         self.timeout = timeout
         self.import_timeout = import_deadline() if import_timeout is None else import_timeout
@@ -176,9 +165,8 @@ class PluginHost:
             if replay.problems:
                 self.pm.unregister(name=name)
                 problem = replay.problems[0]
-                info.raised_at = raised_at(problem.error) if problem.error is not None else None
-                at = f" ({info.raised_at[0]}:{info.raised_at[1]})" if info.raised_at else ""
-                info.error = f"{problem.message}{at}"
+                info.raised_at = plugin_frame(problem.error) if problem.error is not None else None
+                info.error = f"{problem.message}{where_raised(problem.error)}"
                 return self.record(info)
             self._objects[name] = plugin
             self._implementations[name] = found

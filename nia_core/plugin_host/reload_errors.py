@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nia_core.errors import escape_name
 from nia_core.plugin_host.importing import ImportDeadline, PluginRaised, describe
 from nia_core.plugin_host.watch import ignored
 
@@ -57,9 +58,9 @@ def within(filename: str, root: Path) -> bool:
 def where(file: str | None, line: int | None, location: Location) -> str:
     if file is None:
         return ""
-    shown = file
+    shown = escape_name(file)
     try:
-        shown = str(Path(file).resolve().relative_to(location.root))
+        shown = escape_name(str(Path(file).resolve().relative_to(location.root)))
     except ValueError:
         pass
     return f"{shown}:{line}: " if line else f"{shown}: "

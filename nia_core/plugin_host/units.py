@@ -21,6 +21,7 @@ from typing import Any, Literal
 import importlib_metadata
 
 from nia_core.context import Location, LocationContext
+from nia_core.errors import shown_path
 from nia_core.plugin_host.discovery import Selection, register_imported
 from nia_core.plugin_host.importing import import_plugin
 from nia_core.plugin_host.localimport import FINDER, edge_of, import_local, module_name, restore_modules, take_modules
@@ -177,7 +178,7 @@ class Swap:
                 error, file, line = registered.error, None, None
                 if registered.raised_at is not None:  # the text ends with " (FILE:LINE)": shown once, in front
                     file, line = registered.raised_at
-                    error = error.removesuffix(f" ({file}:{line})")
+                    error = error.removesuffix(f" ({shown_path(file)}:{line})")
                 else:
                     file, line = find_in_unit(unit, registration_needle(error))
                 message = f"{where(file, line, self.location)}{error}"

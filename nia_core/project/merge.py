@@ -2,7 +2,8 @@
 
 Entries are taken in order; a directory expands inline to its files (each
 folder's files sorted by name, then its subfolders sorted by name, depth
-first), at most :data:`MAX_FILES_PER_DIRECTORY` files per directory entry.
+first), at most :data:`MAX_FILES_PER_DIRECTORY` files per directory entry and
+:data:`MAX_FOLDERS` folders listed by all of a category's directory entries.
 Files are deduplicated by canonical path, first occurrence kept. Oversized,
 binary and non-regular files are skipped with a note, never an error. Path
 problems (missing, escaping the repository, symlink loops) raise in strict
@@ -38,6 +39,14 @@ from nia_core.project.paths import (
 )
 
 MAX_FILES_PER_DIRECTORY = 100
+MAX_FOLDERS = 5_000
+"""Folders one category's directory entries may list in all: past it the walk stops, said once.
+
+The file limit bounds what a prompt holds, not what finding it costs: a tree of
+100,000 empty folders holds no file, and walking it whole would take seconds
+(past the plugins' 2 s deadline, so the project's context would be left out).
+5,000 is several times the folders a real project's documentation has, and
+lists in well under a second on a busy machine."""
 MAX_FILE_BYTES = 1024 * 1024
 EXCLUDED_DIRECTORIES = frozenset(
     {".git", ".nia", "node_modules", ".venv", "__pycache__", ".mypy_cache", "target", "dist", "build"}
@@ -103,7 +112,7 @@ are kept, never a refusal or a read error (those are decided afresh).
 """
 _orders: dict[str, tuple[tuple[str, ...], list[int]]] = {}
 """Per listed folder: its names in listing order and their by-name order (an unchanged folder is not re-sorted)."""
-_merged: dict[tuple[str, tuple[ContextEntry, ...], bool, int], Merged] = {}
+_merged: dict[tuple[str, tuple[ContextEntry, ...], bool, int, int], Merged] = {}
 """The last result per merge: an unchanged merge hands back the very same :class:`Merged` (callers compare identity)."""
 MEMO_LIMIT = 4096
 """Directory entries and folders remembered at most; past it the memos start over (they are only a short cut)."""
@@ -151,11 +160,14 @@ def classify(real: str, info: os.stat_result, root: str) -> tuple[str | None, in
 
 
 class _Merger:
-    def __init__(self, root: Path, strict: bool, limit: int) -> None:
+    def __init__(self, root: Path, strict: bool, limit: int, folder_limit: int = MAX_FOLDERS) -> None:
         self.root = root
         self.base = str(root)
         self.strict = strict
         self.limit = limit
+        self.folder_limit = folder_limit
+        self.folders_left = folder_limit
+        """Folders the walks of this merge may still list (:data:`MAX_FOLDERS`)."""
         self.files: list[ContextFile] = []
         self.skipped: list[Skip] = []
         self.warnings: list[str] = []
@@ -216,6 +228,10 @@ class _Merger:
             self.take(entry, entry.path, real, info, None)
             return
         folder = entry.path.rstrip("/") + "/" if entry.path.rstrip("/") else entry.path
+        if self.folders_left <= 0:  # an earlier entry spent the folders: said once, this one noted
+            reason = f"not walked: the limit of {self.folder_limit:,} folders was reached"
+            self.skipped.append(Skip(folder, real, entry.origin, reason))
+            return
         memo = _memo(_outcomes, (self.base, entry.origin, entry.description, folder))
         count, limit, seen, remembered = 0, self.limit, self.seen, memo.get
         keep, skip, vouch, now = self.files.append, self.skipped.append, FILES.vouch, time.monotonic()
@@ -273,6 +289,13 @@ class _Merger:
                     continue
                 if step.real in visited:  # a symlink back to a folder already walked: no cycle
                     continue
+                if self.folders_left <= 0:
+                    self.warnings.append(
+                        f"Maximum folder limit ({self.folder_limit:,}) reached for directory {shown_top} "
+                        f"({entry.origin})\n  Skipped remaining folders"
+                    )
+                    return
+                self.folders_left -= 1
                 visited.add(step.real)
                 files, children, anchor = self.listing(entry, step, opener)
                 if children:
@@ -456,7 +479,12 @@ def _same(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
 
 
 def merge(
-    root: Path, entries: Sequence[ContextEntry], *, strict: bool = True, limit: int = MAX_FILES_PER_DIRECTORY
+    root: Path,
+    entries: Sequence[ContextEntry],
+    *,
+    strict: bool = True,
+    limit: int = MAX_FILES_PER_DIRECTORY,
+    folder_limit: int = MAX_FOLDERS,
 ) -> Merged:
     """Apply the merging rules to one category's entries, in order.
 
@@ -464,11 +492,11 @@ def merge(
     (every file the same object, see ``_outcomes``), so what is built from it
     (the file sources) can be kept by identity.
     """
-    merger = _Merger(root, strict, limit)
+    merger = _Merger(root, strict, limit, folder_limit)
     for entry in entries:
         merger.entry(entry, entry.origin in FLAGS)
     files, skipped, warnings = tuple(merger.files), tuple(merger.skipped), tuple(merger.warnings)
-    key = (merger.base, tuple(entries), strict, limit)
+    key = (merger.base, tuple(entries), strict, limit, folder_limit)
     last = _merged.get(key)
     if last is not None and _same(last.files, files) and _same(last.skipped, skipped) and last.warnings == warnings:
         return last

@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from nia_core.errors import UsageError
+from nia_core.errors import UsageError, escape_name, shown_path
 from nia_core.files import in_git_dir, inside, outside_clause
 
 __all__ = [
@@ -24,9 +24,11 @@ __all__ = [
     "ContextPathError",
     "canonical",
     "check_kind",
+    "escape_name",
     "global_instructions",
     "in_git_dir",
     "inside",
+    "shown_path",
 ]
 
 
@@ -48,55 +50,6 @@ def global_instructions() -> Path:
     agent hooks that deliver it where a host does not load it itself.
     """
     return user_config_folder() / "AGENTS.md"
-
-
-def _escape(ch: str) -> str:
-    if ch == "\\":
-        return "\\\\"
-    if ch.isprintable():
-        return ch
-    code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of the file name (surrogateescape)
-        return f"\\x{code - 0xDC00:02x}"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
-def escape_name(name: str) -> str:
-    """``name`` on one line with nothing invisible: how a file name appears in a prompt or a message.
-
-    Every character Python does not call printable (control characters — a
-    newline could forge a heading —, line and paragraph separators,
-    bidirectional overrides, zero-width characters, lone surrogates from
-    undecodable bytes) becomes ``\\xNN``/``\\uNNNN``, and a backslash is
-    doubled so the escaping stays unambiguous. Ordinary names come back as
-    they are.
-    """
-    if name.isprintable() and "\\" not in name:
-        return name
-    return "".join(map(_escape, name))
-
-
-def shown_path(path: str | os.PathLike[str]) -> str:
-    """How a message names a file: relative to the working directory, on one line.
-
-    ``.nia/project.toml`` in the project root, ``../.nia/project.toml`` one
-    folder below it. A file reached only by climbing more than two folders, or
-    by climbing and then going down more than three (somewhere else on the
-    machine, not the project you are in), is named by its absolute path, which
-    reads better there; so is any file when the working directory is gone.
-    """
-    absolute = os.path.abspath(path)
-    try:
-        relative = os.path.relpath(absolute)
-    except (OSError, ValueError):  # no working directory any more, or another drive
-        return escape_name(absolute)
-    parts = relative.split(os.sep)
-    ups = len(parts) - len([p for p in parts if p != os.pardir])
-    if ups > 2 or (ups and len(parts) - ups > 3):
-        return escape_name(absolute)
-    return escape_name(relative)
 
 
 class ContextPathError(UsageError):

@@ -121,7 +121,8 @@ class Watch:
     ) -> Callable[[RenderError], None]:
         def handle(error: RenderError) -> None:
             contributor = assembly.contributors.get(error.key)
-            self.note([f"{contributor}: {error}" if contributor else str(error)])
+            said = f"{error} (left out until it renders)"  # worded as the plugin host logs it: a door says it once
+            self.note([f"{contributor}: {said}" if contributor else said])
             if then is not None:
                 then(error)
 
@@ -138,7 +139,10 @@ class Watch:
                 continue
             contributor = next((a.contributors[obs.key] for a in self.assemblies if obs.key in a.contributors), "")
             why = obs.reason or obs.status
-            line = f"context source {obs.key!r} is unavailable ({why})"
+            if obs.status in ("error", "timeout"):  # worded as the plugin host logs it, so a door says it once
+                line = f"context source {obs.key!r}: {why}; counted unavailable"
+            else:
+                line = f"context source {obs.key!r} is unavailable ({why})"
             self.note([f"{contributor}: {line}" if contributor else line])
 
     def admitted(self, admission: Admission | None) -> None:

@@ -316,7 +316,11 @@ Narrow = Callable[[ContextSource], ContextSource | None]
 def narrowed(
     context: SystemContext, narrow: Mapping[str, Narrow] | None, leave_out: Collection[str] = ()
 ) -> SystemContext:
-    """``context`` as a door sees it: ``leave_out`` gone, each source of ``narrow`` replaced by its view."""
+    """``context`` as a door sees it: ``leave_out`` gone, each source of ``narrow`` replaced by its view.
+
+    The handlers and the withheld prefixes stay: a loader that raises is still said once naming its plugin,
+    and a source a failed hook could not list is still unavailable, never removed.
+    """
     if not leave_out and not narrow:
         return context
     kept = [
@@ -324,4 +328,9 @@ def narrowed(
         for source in context.sources
         if source.key not in leave_out
     ]
-    return SystemContext([s for s in kept if s is not None], on_render_error=context.on_render_error)
+    return SystemContext(
+        [s for s in kept if s is not None],
+        on_render_error=context.on_render_error,
+        on_unavailable=context.on_unavailable,
+        withheld=context.withheld,
+    )

@@ -391,12 +391,13 @@ MISBEHAVING = {
         "from nia_core import ContextSource, hookimpl\n\ndef load():\n    raise ValueError('loader broke')\n\n"
         "@hookimpl\ndef nia_context_sources(location):\n"
         "    return [ContextSource(key='loader/x', load=load, baseline=lambda v: 'X')]\n",
-        "context source 'loader/x': loader raised ValueError: loader broke",
+        "context source 'loader/x': loader raised ValueError: loader broke (.nia/plugins/loader.py:4)",
     ),
     "renderer": (
         "from nia_core import ContextSource, hookimpl\n\n@hookimpl\ndef nia_context_sources(location):\n"
         "    return [ContextSource(key='renderer/x', load=lambda: 1, baseline=lambda v: 1 / 0)]\n",
-        "context source 'renderer/x': baseline renderer raised ZeroDivisionError: division by zero",
+        "context source 'renderer/x': baseline renderer raised ZeroDivisionError: division by zero"
+        " (.nia/plugins/renderer.py:5)",
     ),
     "stray": (
         "from nia_core import ContextSource, hookimpl\n\nNIA_NAMESPACE = 'stray'\n\n@hookimpl\n"

@@ -149,6 +149,9 @@ def test_a_generator_producer_runs_under_the_timeout_and_its_exception_is_a_prob
 
     assert assembly.context.keys == ("acme/gen",)
     problems = {p.contribution: (p.kind, p.message) for p in assembly.problems}
+    raised_on = yields_then_raises.__code__.co_firstlineno + 2
+    assert problems["raises"][1].endswith(f"test_registry.py:{raised_on})"), "where, in the producer's own code"
+    problems["raises"] = ("raised", problems["raises"][1].rpartition(" (")[0])
     assert problems == {
         "raises": ("raised", "raised RuntimeError: boom in the middle"),
         "hangs": (

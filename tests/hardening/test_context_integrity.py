@@ -188,13 +188,14 @@ def test_each_failed_source_is_one_warning_line(tmp_path):
     assert [line for line in lines if "slow/a" in line and "blocked" not in line] == [
         "Warning: plugin 'slow': context source 'slow/a': loader timed out after 0.2s; counted unavailable"
     ]
+    at = f"({root / '.nia' / 'plugins' / 'rend.py'}:7)"  # the renderer's raise, named from the working directory
     assert [line for line in lines if "rend/x" in line and "blocked" not in line] == [
-        "Warning: plugin 'rend': context source 'rend/x': baseline renderer raised ValueError: nope "
+        f"Warning: plugin 'rend': context source 'rend/x': baseline renderer raised ValueError: nope {at} "
         "(left out until it renders)"
     ]
     listed = nia("plugins", "list", "--json", "--location", str(root))
     errors = {p["name"]: p["error"] for p in json.loads(listed.stdout)}
-    assert errors["rend"] == "context source 'rend/x': baseline renderer raised ValueError: nope"
+    assert errors["rend"] == f"context source 'rend/x': baseline renderer raised ValueError: nope {at}"
 
 
 @pytest.fixture

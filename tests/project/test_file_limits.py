@@ -23,7 +23,7 @@ from nia_core.context import initialize
 from nia_core.errors import InitializationBlocked
 from nia_core.files import Refused, StatCache, read_checked
 from nia_core.project import locate, toml
-from nia_core.project.merge import MAX_FILE_BYTES
+from nia_core.project.merge import MAX_FILE_BYTES, MAX_FOLDERS
 from nia_core.project.toml import ConfigError, parse_toml
 from nia_core.project.workflow import assemble_workflow
 from tests.project.helpers import project, run
@@ -304,6 +304,25 @@ def test_a_deep_walk_cut_short_by_the_file_limit_leaves_no_folder_open(tmp_path,
     assert "Maximum file limit (100) reached for directory deep/" in first.stderr, first.stderr
     assert "TOP-TEXT" in again.stdout and "n019.md" in again.stdout and again.stdout == first.stdout
     assert len(os.listdir("/proc/self/fd")) == opened
+
+
+def test_a_tree_of_more_empty_folders_than_the_limit_is_walked_only_to_the_limit(tmp_path):
+    root = project(
+        tmp_path,
+        project_toml='[project]\nname = "wide"\n[[project.context]]\ntype = "directory"\npath = "wide"\n',
+    )
+    (root / "wide").mkdir()
+    (root / "wide" / "top.md").write_text("TOP-TEXT\n")
+    for index in range(MAX_FOLDERS):  # with wide/ itself: one folder over the limit
+        os.mkdir(root / "wide" / f"d{index:05d}")
+    result = run(root, "context", "show")
+    assert result.exit_code == 0, result.output
+    assert "# Project: wide" in result.stdout and "TOP-TEXT" in result.stdout
+    warning = (
+        f"Warning: Maximum folder limit ({MAX_FOLDERS:,}) reached for directory wide/ "
+        "(project.toml [[project.context]][0])\n  Skipped remaining folders\n"
+    )
+    assert result.stderr.count(warning) == 1, result.stderr
 
 
 NESTED = {

@@ -113,6 +113,28 @@ def test_limit_is_per_directory_source(tmp_path):
     ]
 
 
+def test_the_folder_limit_stops_the_walk_once_with_one_warning_naming_the_entry(tmp_path):
+    files = {f"docs/d{i}/f.md": str(i) for i in range(4)}  # docs/ and four subfolders: five folders
+    files["more/m.md"] = "m"
+    root = project(tmp_path, files=files)
+    for name in ("e0", "e1", "e2"):
+        os.makedirs(root / "docs" / "d3" / name)  # empty: only the folder limit can stop their walk
+    entries = [
+        entry("directory", "docs", origin="project.toml [[project.context]][0]"),
+        entry("directory", "more", origin="project.toml [[project.context]][1]"),
+    ]
+    merged = merge(root, entries, folder_limit=3)
+    assert paths(merged) == ["docs/d0/f.md", "docs/d1/f.md"]
+    assert merged.warnings == (
+        "Maximum folder limit (3) reached for directory docs/ (project.toml [[project.context]][0])\n"
+        "  Skipped remaining folders",
+    )
+    assert [(s.original_path, s.origin, s.reason) for s in merged.skipped] == [
+        ("more/", "project.toml [[project.context]][1]", "not walked: the limit of 3 folders was reached")
+    ]
+    assert merge(root, entries, folder_limit=9).warnings == (), "nine folders in all: the limit is not reached"
+
+
 def test_oversize_and_binary_files_are_skipped_with_a_reason(tmp_path):
     root = project(
         tmp_path,
