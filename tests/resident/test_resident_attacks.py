@@ -189,7 +189,7 @@ def load():
 
 @hookimpl
 def nia_context_sources(location):
-    return [ContextSource(key="helped/x", load=load, baseline="HELPED {}".format, update=lambda o, n: "HELPED " + n)]
+    return [ContextSource(key="helped/x", load=load, baseline="HELPED {{}}".format, update=lambda o, n: "HELPED " + n)]
 """
 
 
