@@ -84,13 +84,14 @@ def message_of(exc: BaseException | None) -> str:
         return f"(its message raised {type(failed).__name__})"
 
 
-def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str], str] = str) -> str:
+def one_line(exc: BaseException, *, where: bool = True, show_path: Callable[[str], str] | None = None) -> str:
     """``Type: message`` on one line, for a report naming what failed; the one way nia words an exception.
 
-    ``where`` adds the file and line it was raised at (the last frame outside
-    Python's frozen import machinery), written by ``show_path``; a syntax
-    error says where it is instead.
+    ``where`` adds the file and line it was raised at (:func:`raised_at`: in
+    the plugin's own code when that ran), written by ``show_path`` (default
+    :func:`shown_path`); a syntax error says where it is instead.
     """
+    show_path = show_path or shown_path
     if isinstance(exc, SyntaxError) and where:
         place = f"{show_path(exc.filename)}:{exc.lineno}" if exc.filename else f"line {exc.lineno}"
         return f"syntax error at {place}: {exc.msg}"

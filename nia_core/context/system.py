@@ -439,7 +439,7 @@ def _encode_or_reason(source: ContextSource, value: Any) -> tuple[str | None, st
     try:
         return encode(source, value), ""
     except Exception as exc:  # noqa: BLE001 - a custom codec may raise anything; the source is unavailable
-        return None, f"codec could not encode the value: {message_of(exc)}"
+        return None, f"codec could not encode the value: {message_of(exc)}{where_raised(exc)}"
 
 
 def _encodings(
@@ -453,7 +453,8 @@ def _encodings(
         elif isinstance(outcome.error, Late):
             results.append((None, f"codec did not finish in {outcome.error.seconds:g} s"))
         else:
-            results.append((None, f"codec could not encode the value: {outcome.error.text}"))
+            said = f"{outcome.error.text}{where_raised(outcome.error.original)}"
+            results.append((None, f"codec could not encode the value: {said}"))
     return results
 
 

@@ -63,7 +63,7 @@ def _encode_problem(source: ContextSource, value: object) -> str | None:
     try:
         encoded = canonical_json(source.codec.encode(value))
     except Exception as exc:  # noqa: BLE001 - reported against the plugin, as a session would count it unavailable
-        return f"codec could not encode the value: {message_of(exc)}"
+        return f"codec could not encode the value: {message_of(exc)}{where_raised(exc)}"
     oversized = too_large(Observation(source.key, value, "ok"), encoded, source.value_limit(max_source_bytes()))
     return oversized.reason if oversized is not None else None
 

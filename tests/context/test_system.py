@@ -238,7 +238,10 @@ def test_a_custom_codec_that_raises_anything_counts_as_unavailable_naming_the_ke
     result = replace(ctx_of(good, picky), admitted)
     assert isinstance(result, ReplacementReady) and result.generation.baseline == "1"
     [observation] = [o for o in result.observations if o.key == "acme/picky"]
-    assert observation.status == "error" and observation.reason == "codec could not encode the value: 'id'"
+    raised_on = Picky.encode.__code__.co_firstlineno + 1
+    assert observation.status == "error"
+    assert observation.reason.startswith("codec could not encode the value: 'id' (")  # where, in the codec's code
+    assert observation.reason.endswith(f"test_system.py:{raised_on})"), observation.reason
 
 
 def test_async_and_sync_loaders_run_concurrently():
