@@ -133,7 +133,7 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(wait)
         try:
-            conn.connect(path)
+            folder.connect(conn, path)
         except (FileNotFoundError, ConnectionRefusedError):
             raise NoAnswer("no resident process (it ended)", start=True) from None
         except OSError as exc:

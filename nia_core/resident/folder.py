@@ -15,6 +15,7 @@ Standard library only: the thin client imports this module.
 from __future__ import annotations
 
 import os
+import socket
 import stat
 
 
@@ -67,3 +68,37 @@ def socket_ok(path: str) -> None:
         raise Unsafe(f"{path} is not a socket")
     if info.st_uid != os.getuid():
         raise Unsafe(f"{path} belongs to another user")
+
+
+def connect(conn: socket.socket, path: str) -> None:
+    """``conn.connect(path)``, also for a path longer than ``AF_UNIX`` takes (see :func:`address`)."""
+    where, held = address(path)
+    try:
+        conn.connect(where)
+    finally:
+        if held is not None:
+            os.close(held)
+
+
+def bind(conn: socket.socket, path: str) -> None:
+    """``conn.bind(path)``, also for a path longer than ``AF_UNIX`` takes (see :func:`address`)."""
+    where, held = address(path)
+    try:
+        conn.bind(where)
+    finally:
+        if held is not None:
+            os.close(held)
+
+
+def address(path: str) -> tuple[str, int | None]:
+    """An ``AF_UNIX`` address for ``path`` and the descriptor to close once it is used.
+
+    A socket's address holds at most 107 bytes, and a runtime folder or
+    ``TMPDIR`` can be longer. Such a path is reached as
+    ``/proc/self/fd/N/NAME`` through a descriptor on its folder (Linux, where
+    resident processes run), so the folder's length never matters.
+    """
+    if len(os.fsencode(path)) < 108:
+        return path, None
+    held = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return f"/proc/self/fd/{held}/{os.path.basename(path)}", held

@@ -141,7 +141,7 @@ def stop(resident: Resident, timeout: float = 5.0) -> bool:
     with contextlib.suppress(OSError, NoAnswer), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         folder.socket_ok(path)
         conn.settimeout(timeout)
-        conn.connect(path)
+        folder.connect(conn, path)
         pid = peer(conn)
         conn.sendall(json.dumps({"stop": True}).encode("ascii"))
         conn.shutdown(socket.SHUT_WR)

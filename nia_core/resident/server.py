@@ -528,13 +528,15 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
 
 def _listen(resident: Resident) -> socket.socket | None:
     """The listening socket, bound under a temporary name and renamed into place (over a dead resident's)."""
+    from nia_core.resident import folder
+
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     temporary = os.path.join(resident.place, f".{resident.key}.{os.getpid()}.sock")
     previous = os.umask(0o077)
     try:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
-        listener.bind(temporary)
+        folder.bind(listener, temporary)
         listener.listen(64)
         info = os.lstat(temporary)
         resident.bound = (info.st_dev, info.st_ino)

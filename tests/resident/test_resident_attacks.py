@@ -205,3 +205,17 @@ def test_a_module_a_plugin_imports_from_the_project_is_imported_afresh_once_edit
     (tools / "helper.py").write_text("RULE = 'two'\n")
     assert world.text(world.run("s", "UserPromptSubmit")) == "HELPED two"
     assert "code a plugin imported changed" in world.log()[-1]["fallback"]
+
+
+def test_a_socket_folder_past_the_length_a_unix_socket_address_takes_still_gets_a_resident(world, tmp_path):
+    """``AF_UNIX`` addresses hold 107 bytes; a long ``XDG_RUNTIME_DIR`` (or ``TMPDIR``) must not make every hook
+    answer in-process and start a resident that can never listen."""
+    runtime = tmp_path / ("r" * 60) / ("u" * 40)
+    runtime.mkdir(parents=True, mode=0o700)
+    world.env["XDG_RUNTIME_DIR"] = str(runtime)
+    world.run("s", "SessionStart", "startup")
+    resident = world.ready()
+    world.run("s", "UserPromptSubmit")
+    assert [e["answered_by"] for e in world.log()] == ["in-process", "resident"]
+    done = world.nia("hook", "stop")
+    assert done.stdout == f"pid {resident['pid']}: ended\n"
