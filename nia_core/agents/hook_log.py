@@ -117,7 +117,12 @@ def conversation_lock(session: str) -> Iterator[None]:
         yield
     finally:
         if fd is not None:
-            os.close(fd)  # closing releases the lock
+            # Unlocked before it is closed: closing lets the lock go only once every copy of the descriptor is
+            # closed, and a process a plugin forked (a helper outliving the hook) has one: the next hook of the
+            # conversation would wait for that process until its deadline.
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
 def recent(entry: dict[str, Any] | None, seconds: float) -> bool:

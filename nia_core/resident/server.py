@@ -409,8 +409,11 @@ def _receive(conn: socket.socket, limit: int) -> bytes | None:
 
 
 def _send(conn: socket.socket, reply: dict[str, Any]) -> None:
+    """Send ``reply`` and end the connection for the client, also when a process a plugin forked holds a copy."""
     with contextlib.suppress(OSError):
         conn.sendall(json.dumps(reply).encode("ascii"))
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)  # closing would not: the copy keeps the connection open
 
 
 # -- the process ------------------------------------------------------------------------
@@ -441,6 +444,7 @@ def main(argv: list[str], listed: int | None = None) -> None:
     lock = _lock(os.path.join(place, key + ".lock"))
     if lock is None:
         return  # another resident of this scope is running (or starting)
+    _closed_in_children(lock)
     try:
         _log_to(os.path.join(place, key + ".log"))
         _starting(place, key, found, options)
@@ -456,6 +460,25 @@ def main(argv: list[str], listed: int | None = None) -> None:
         from nia_core.process import end
 
         end(0)  # threads a plugin left behind must not keep a finished resident alive
+
+
+_OWN: list[int] = []
+"""The descriptors that make this process the resident: its lock, its listening socket, its wake-up pipe."""
+
+
+def _closed_in_children(*fds: int) -> None:
+    """Close ``fds`` in any process a plugin forks: a child that outlives this process (a ``multiprocessing``
+    worker) would otherwise hold the lock and the socket, and no resident of this scope could start again."""
+    if not _OWN:
+        os.register_at_fork(after_in_child=_close_own)
+    _OWN.extend(fds)
+
+
+def _close_own() -> None:
+    for fd in _OWN:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _OWN.clear()
 
 
 def _starting(place: str, key: str, found: dict[str, Any], options: dict[str, Any]) -> None:
@@ -511,6 +534,7 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
         listener = _listen(resident)
         if listener is None:
             return
+        _closed_in_children(listener.fileno(), *resident.wake)
         signal.signal(signal.SIGTERM, lambda *_: resident.end("SIGTERM"))
         try:
             with contextlib.suppress(OSError):

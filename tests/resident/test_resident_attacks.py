@@ -219,3 +219,43 @@ def test_a_socket_folder_past_the_length_a_unix_socket_address_takes_still_gets_
     assert [e["answered_by"] for e in world.log()] == ["in-process", "resident"]
     done = world.nia("hook", "stop")
     assert done.stdout == f"pid {resident['pid']}: ended\n"
+
+
+FORKER = """
+import os, sys, time
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+def load():
+    if "nia_core.resident.server" in sys.modules:  # a helper process that outlives the hook (in the resident only:
+        pid = os.fork()                            # a hook's own process would keep the agent's pipes open)
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        with open(Path(__file__).resolve().parents[2] / "children", "a") as handle:
+            handle.write(f"{pid}\\n")
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="forker/x", load=load, baseline=lambda v: "FORKED")]
+"""
+
+
+def test_a_process_a_plugin_forks_holds_neither_the_conversation_nor_the_resident(world):
+    """The child gets a copy of every descriptor: the conversation's lock (the next hook would wait for it until
+    its deadline) and the resident's lock and socket (no resident of the scope could start after this one)."""
+    world.env["NIA_HOOK_DEADLINE"] = "10"
+    (world.plugins / "forker.py").write_text(FORKER)
+    resident = world.started()
+    try:
+        assert "FORKED" in world.text(world.run("s", "SessionStart", "startup"))
+        world.run("s", "UserPromptSubmit")
+        assert [e["answered_by"] for e in world.log()] == ["in-process", "resident", "resident"]
+        kill(resident["pid"])
+        world.gone(resident["pid"])
+        world.run("s", "UserPromptSubmit")
+        assert world.ready()["pid"] != resident["pid"]
+    finally:
+        for pid in (world.root / "children").read_text().split():
+            kill(int(pid))
