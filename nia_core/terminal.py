@@ -26,7 +26,9 @@ from typing import IO, Any
 
 from nia_core.stdio import real_stdout
 
-_C0_C1 = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)"
+_C0_C1 = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\udc80-\udc9f]|\r(?!\n)"
+"""Also an undecodable byte of the C1 range in a file name (``surrogateescape``), which would reach the terminal
+as that raw byte: ``0x9b`` is CSI on an 8-bit terminal."""
 _C0_C1_BYTES = rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]"
 _own = threading.local()
 
@@ -44,7 +46,7 @@ def terminal_safe(text: str) -> str:
     it overwrites nothing. ``ESC ] 0;…`` (a window title), ``ESC ] 52;…`` (a
     clipboard write), cursor moves and a bare ``\r`` then print as text.
     """
-    return _patterns()[0].sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _patterns()[0].sub(lambda m: f"\\x{ord(m.group()) & 0xFF:02x}", text)
 
 
 def _terminal_safe_bytes(data: bytes) -> bytes:

@@ -16,6 +16,7 @@ import click
 
 from nia_core.agents import ADAPTERS, HostAdapter, adapter
 from nia_core.cli.app import App
+from nia_core.errors import escape_name
 
 if TYPE_CHECKING:
     from nia_core.agents.hook_install import Scope
@@ -203,7 +204,7 @@ def status_command(ctx: click.Context, as_json: bool) -> None:
         return
     for s in found:
         state = ", ".join(s.events) if s.events else "not installed"
-        line = f"{s.host:<12} {s.scope:<8} {state:<34} {s.path}"
+        line = f"{s.host:<12} {s.scope:<8} {state:<34} {escape_name(str(s.path))}"
         if s.problem:
             line += f"  ({s.problem})"
         click.echo(line)
@@ -237,7 +238,7 @@ def _residents_text() -> None:
     click.echo(f"resident processes:{switch}")
     for r in found:
         memory = f"{r.memory / (1024 * 1024):.1f} MiB" if r.memory is not None else "?"
-        where = ", ".join(r.projects) or r.cwd
+        where = ", ".join(map(escape_name, r.projects or (r.cwd,)))  # folder names come from repositories
         state = "" if r.ready else "  (starting)"
         click.echo(f"  pid {r.pid:<8} up {_duration(r.age):<9} {memory:>10}  {where}{state}")
 

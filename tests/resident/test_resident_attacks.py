@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -26,6 +28,8 @@ def world(tmp_path: Path) -> World:
 MEDDLER = """
 import os, sys
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -259,3 +263,19 @@ def test_a_process_a_plugin_forks_holds_neither_the_conversation_nor_the_residen
     finally:
         for pid in (world.root / "children").read_text().split():
             kill(int(pid))
+
+
+def test_hook_status_names_a_hostile_project_folder_on_one_line_with_nothing_a_terminal_obeys(tmp_path):
+    """A folder name is a repository's choice: a newline would forge a line of the listing, an escape sequence
+    or an undecodable byte (a C1 control on an 8-bit terminal) would reach the terminal."""
+    name = os.fsdecode(b"shop\n  pid 1  up 0m01s  1.0 MiB  /forged\x1b]0;TITLE\x07\x9b2J")
+    world = World(tmp_path / name)
+    world.started()
+    for args in (("hook", "status"), ("hook", "residents")):
+        done = subprocess.run(
+            [*HOOK[:-1], *args], capture_output=True, env=world.env, cwd=world.root, timeout=120, check=True
+        )
+        text = done.stdout.decode("utf-8")  # strict: no undecodable byte was written
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), text
+        listed = text.split("resident processes:\n", 1)[1].splitlines()
+        assert len(listed) == 1 and "/forged" in listed[0], text

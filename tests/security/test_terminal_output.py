@@ -200,3 +200,14 @@ def test_each_case_is_a_real_attack_without_the_guard(world: Attack) -> None:
     """The control: piped, the same text is raw, so a terminal would have obeyed it."""
     _agents(world)
     assert obeyed(world.nia("context", "show").stdout.encode()) != []
+
+
+def test_an_undecodable_byte_of_the_c1_range_in_a_file_name_is_shown_not_sent_raw(world: Attack) -> None:
+    """A file name is bytes: one that is not UTF-8 reaches Python as a lone surrogate, which the stream writes back
+    as the raw byte, and ``0x9b`` is CSI on an 8-bit terminal (``0x9b 2J`` clears the screen)."""
+    folder = world.root / ".nia" / "plugins"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / os.fsdecode(b"bad\x9b2Jname.py")).write_text("x = (\n")
+    _, output = on_a_terminal(world, "plugins", "list")
+    assert b"bad\\x9b2Jname" in output, output[-2000:]
+    assert b"\x9b" not in output, output[-2000:]
