@@ -17,7 +17,11 @@ pays. The table prints the machine's load average before and after.
    - ``resident, ...``: ``nia hook claude-code`` answered by a resident process (started and
      warmed before the rounds): unchanged in a real git repository with one local plugin,
      unchanged with 20 installed plugins, one change, and a project whose plugin has a
-     source with a 1 s loader and ``refresh=60`` (each prompt uses the last load);
+     source with a 1 s loader and ``refresh=60`` (each prompt uses the last load); and the
+     git repository again with nia-git's ``refresh = 0``: nia-git runs ``git status`` only
+     when its 2 s ``refresh`` has passed since the last one, so the first git row (rounds
+     well under 2 s apart) mostly reuses it, while prompts further apart, as an agent's
+     turns are, run git at every prompt, as this row does;
    - ``in-process, ...`` (``NIA_RESIDENT=0``: what every hook pays when no resident can
      answer): ``nia hook claude-code`` with Claude Code's stdin JSON, on a session whose
      context did not change (it prints nothing); the same with a file of the context edited
@@ -253,6 +257,20 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
                 payload(repository, "UserPromptSubmit", "s4"),
             )
         )
+        # nia-git asks git again once its `refresh` (2 s) has passed: prompts further apart than that
+        # (an agent's turns) run `git status` at every prompt, which `refresh = 0` shows without waiting.
+        asking = make_repository(work, "repository-asking")
+        if asking is not None:
+            (asking / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0\n")
+            rows.append(
+                Row(
+                    "resident, unchanged, git repo, git asked every prompt",
+                    nia,
+                    resident,
+                    asking,
+                    payload(asking, "UserPromptSubmit", "s10"),
+                )
+            )
     rows += [
         Row(
             "resident, unchanged, 20 installed plugins", nia, resident20, many, payload(many, "UserPromptSubmit", "s6")
