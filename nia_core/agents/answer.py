@@ -361,6 +361,12 @@ def emit(result: HookRun) -> None:
     hook_log.append(entry.stamp())
 
 
+def gave_up(host: str, seconds: float, why: str = "deadline passed") -> None:
+    """Say (stderr, the hook log) that the hook ended at its deadline of ``seconds`` without an answer."""
+    sys.stderr.write(f"nia: the {host} hook gave up after {seconds:g}s; nothing was added this time\n")
+    hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=[why]).stamp())
+
+
 def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -> threading.Timer:
     """End the process with status 0 after ``seconds``: a hanging plugin must not freeze the agent.
 
@@ -370,8 +376,7 @@ def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -
 
     def expire() -> None:
         try:
-            sys.stderr.write(f"nia: the {host} hook gave up after {said:g}s; nothing was added this time\n")
-            hook_log.append(hook_log.Entry(host, "", "", "", outcome="timed-out", warnings=["deadline passed"]).stamp())
+            gave_up(host, said)
         finally:
             end(0)
 

@@ -84,10 +84,12 @@ def hook(host: str, fallback: Fallback, options: dict[str, Any] | None = None) -
     """Answer one hook: stdin to stdout, through the resident when it can, else through ``fallback``."""
     started = time.monotonic()
     seconds = deadline()
-    try:
-        data = sys.stdin.buffer.read()
-    except (OSError, ValueError):
-        data = b""
+    data = read_input(started + seconds)
+    if data is None:
+        from nia_core.agents.answer import gave_up
+
+        gave_up(host, seconds, "the hook's input did not end")
+        return
     if not enabled():
         fallback(data, "NIA_RESIDENT=0", seconds)
         return
@@ -106,6 +108,35 @@ def hook(host: str, fallback: Fallback, options: dict[str, Any] | None = None) -
         fallback(data, f"no resident process: {exc.strerror or exc}", left)
         return
     write(reply)
+
+
+def read_input(ends: float) -> bytes | None:
+    """The hook's stdin, read to its end by ``ends`` (``time.monotonic``); ``None`` if it did not end by then.
+
+    An agent that writes the input and never closes the pipe must not hold the hook past its deadline.
+    """
+    import select
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return b""
+    waiting = select.poll()
+    waiting.register(fd, select.POLLIN)
+    chunks: list[bytes] = []
+    while True:
+        left = ends - time.monotonic()
+        if left <= 0 or not waiting.poll(max(1, int(left * 1000))):
+            return None
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            continue
+        except OSError:
+            return b"".join(chunks)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str, Any]:

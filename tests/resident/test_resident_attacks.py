@@ -297,3 +297,25 @@ def test_a_pythonpath_naming_the_project_keeps_one_resident_while_files_come_and
     assert len(world.residents()) == 1
     (world.root / "ruleset.py").write_text("RULE = 'two'\n")
     assert world.text(world.run("s", "UserPromptSubmit")) == "HELPED two"
+
+
+@pytest.mark.parametrize("resident", ["1", "0"])
+def test_an_input_that_never_ends_does_not_hold_the_hook_past_its_deadline(world, resident):
+    """An agent that writes the hook's input and keeps the pipe open: the hook gives up at its deadline, as a hook
+    whose plugin hangs does, instead of waiting for the end of its input for good."""
+    hook = subprocess.Popen(
+        [*HOOK, "claude-code"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**world.env, "NIA_HOOK_DEADLINE": "2", "NIA_RESIDENT": resident}, cwd=world.root,
+    )  # fmt: skip
+    try:
+        hook.stdin.write(world.payload("s", "UserPromptSubmit").encode())
+        hook.stdin.flush()
+        assert hook.wait(timeout=30) == 0
+        assert hook.stdout.read() == b""
+        assert b"hook gave up after 2s; nothing was added this time" in hook.stderr.read()
+    finally:
+        hook.kill()
+        hook.wait()
+        for stream in (hook.stdin, hook.stdout, hook.stderr):
+            stream.close()
+    assert [e["outcome"] for e in world.log()] == ["timed-out"]
