@@ -47,10 +47,12 @@ class NoAnswer(Exception):
 
 
 def deadline() -> float:
+    """``NIA_HOOK_DEADLINE`` in seconds; anything but a finite number above 0 (``nan``, ``-1``) is the default."""
     try:
-        return float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
+        value = float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
     except ValueError:
         return DEADLINE
+    return value if 0 < value < 1e9 else DEADLINE  # nan compares false
 
 
 def enabled() -> bool:

@@ -319,3 +319,9 @@ def test_an_input_that_never_ends_does_not_hold_the_hook_past_its_deadline(world
         for stream in (hook.stdin, hook.stdout, hook.stderr):
             stream.close()
     assert [e["outcome"] for e in world.log()] == ["timed-out"]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_hook_deadline_that_is_no_length_of_time_is_the_default(world, value):
+    done = world.run("s", "SessionStart", "startup", env={"NIA_HOOK_DEADLINE": value})
+    assert "ACME-RULE: one" in world.text(done), done.stderr
