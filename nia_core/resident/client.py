@@ -121,8 +121,11 @@ def read_input(ends: float) -> bytes | None:
 
     try:
         fd = sys.stdin.fileno()
-    except (AttributeError, OSError, ValueError):
-        return b""
+    except (AttributeError, OSError, ValueError):  # no descriptor (click's CliRunner, an embedding program)
+        try:
+            return sys.stdin.buffer.read()
+        except (AttributeError, OSError, ValueError):
+            return b""
     waiting = select.poll()
     waiting.register(fd, select.POLLIN)
     chunks: list[bytes] = []
