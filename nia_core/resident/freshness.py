@@ -50,10 +50,13 @@ class TooLarge(Exception):
 
 
 class Freshness:
-    def __init__(self, plugins_dirs: tuple[str, ...] = (), path: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, plugins_dirs: tuple[str, ...] = (), path: tuple[str, ...] = (), installed: tuple[Any, ...] = ()
+    ) -> None:
         self.plugins_dirs = plugins_dirs
-        self.installed = tuple(os.path.join(entry, "") for entry in path if os.path.isabs(entry))
-        """The scope's ``sys.path`` folders (and zip files): what is installed there changes the scope."""
+        watched = [entry for entry, mtime in zip(path, installed, strict=False) if mtime is not None]
+        self.installed = tuple(os.path.join(entry, "") for entry in watched if os.path.isabs(entry))
+        """The ``sys.path`` folders (and zip files) the scope watches: what is installed there changes the scope."""
         self.digests = DigestCache()
         self.prints: dict[Path, tuple[Any, ...]] = {}
         self.imported: dict[str, Path] = {}
@@ -143,10 +146,10 @@ class Freshness:
     def remember_code(self) -> None:
         """Note the files of the modules imported so far that the scope does not cover (later hooks compare them).
 
-        nia's own modules, and every module imported from outside the scope's
-        ``sys.path`` folders (whose installed distributions the scope covers):
-        a helper a plugin imports from a folder it put on ``sys.path``, or loads
-        from a file. Local and editable plugins are compared by content instead.
+        nia's own modules, and every module imported from outside the ``sys.path``
+        folders the scope watches (whose installed distributions it covers): a
+        helper a plugin imports from a folder it put on ``sys.path`` or from the
+        project, or loads from a file. Local and editable plugins are compared by content instead.
         """
         skipped = (PACKAGE, *(package for package, _ in self.editable()))
         for name, module in list(sys.modules.items()):

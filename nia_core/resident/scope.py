@@ -4,7 +4,7 @@ Everything that can change an answer, short of the files a boundary reads
 anyway: nia's version and the protocol, the interpreter with its options and
 ``sys.path``, the installed distributions (each ``sys.path`` folder's
 modification time moves when a distribution is installed, upgraded or
-removed; the working directory's own entry of ``python -c`` is not watched),
+removed; a folder holding the working directory or inside it is not watched),
 the working directory, the user and its groups, the umask (the mode of every
 file a hook creates), the environment, and the command's plugin options.
 Two hooks with the same scope share a resident process; any difference gets
@@ -64,9 +64,10 @@ def scope(options: dict[str, Any] | None = None) -> dict[str, Any]:
 
     Raises ``OSError`` when the working directory is gone.
     """
+    cwd = os.getcwd()
     installed: list[int | None] = []
     for entry in sys.path:
-        if entry in ("", os.curdir):  # ``python -c``: the working directory, whose every new file would count
+        if not watched(entry, cwd):
             installed.append(None)
             continue
         try:
@@ -80,13 +81,28 @@ def scope(options: dict[str, Any] | None = None) -> dict[str, Any]:
         "flags": [sys.flags.optimize, sys.flags.utf8_mode],
         "path": list(sys.path),
         "installed": installed,
-        "cwd": os.getcwd(),
+        "cwd": cwd,
         "uid": os.getuid(),
         "groups": [os.getgid(), *sorted(os.getgroups())],
         "umask": umask(),
         "env": {name: value for name, value in os.environ.items() if name not in PER_HOOK},
         "options": options or {},
     }
+
+
+def watched(entry: str, cwd: str) -> bool:
+    """Whether a ``sys.path`` folder's modification time stands for its installed distributions.
+
+    Not for the working directory (``python -c``'s ``""``, a ``PYTHONPATH`` naming the project) nor a folder
+    holding it or inside it: every file an agent creates or deletes there moves it, and each move would be a new
+    scope, so a new resident process at every such prompt. Modules imported from those folders are watched one by
+    one instead (:mod:`nia_core.resident.freshness`).
+    """
+    if entry in ("", os.curdir):
+        return False
+    folder = os.path.join(os.path.abspath(entry), "")
+    here = os.path.join(cwd, "")
+    return not (here.startswith(folder) or folder.startswith(here))
 
 
 def umask() -> int:

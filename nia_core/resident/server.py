@@ -72,7 +72,9 @@ class Resident:
         self.place = place
         self.key = key
         self.socket_path = os.path.join(place, key + ".sock")
-        self.freshness = Freshness(tuple(options.get("plugins_dirs") or ()), tuple(found["path"]))
+        self.freshness = Freshness(
+            tuple(options.get("plugins_dirs") or ()), tuple(found["path"]), tuple(found["installed"])
+        )
         self.runtime = Runtime(**self._runtime_options())
         self.answering = threading.Lock()
         self.active = 0

@@ -279,3 +279,21 @@ def test_hook_status_names_a_hostile_project_folder_on_one_line_with_nothing_a_t
         assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f]", text), text
         listed = text.split("resident processes:\n", 1)[1].splitlines()
         assert len(listed) == 1 and "/forged" in listed[0], text
+
+
+def test_a_pythonpath_naming_the_project_keeps_one_resident_while_files_come_and_go(world):
+    """``PYTHONPATH=$PWD`` is a common set-up: each file an agent creates moves the folder's modification time, which
+    must not make a new scope (a new resident, never used, at each such prompt). A module imported from there is
+    still imported afresh once edited."""
+    world.env["PYTHONPATH"] = str(world.root)
+    (world.root / "ruleset.py").write_text("RULE = 'one'\n")
+    (world.plugins / "helped.py").write_text(HELPED.format(tools=str(world.root)).replace("helper", "ruleset"))
+    world.started()
+    world.run("s", "SessionStart", "startup")
+    for number in range(2):
+        (world.root / f"new-{number}.txt").write_text("made by the agent\n")
+        world.run("s", "UserPromptSubmit")
+    assert [e["answered_by"] for e in world.log()] == ["in-process", "resident", "resident", "resident"]
+    assert len(world.residents()) == 1
+    (world.root / "ruleset.py").write_text("RULE = 'two'\n")
+    assert world.text(world.run("s", "UserPromptSubmit")) == "HELPED two"
