@@ -333,7 +333,6 @@ def test_a_project_can_switch_resident_processes_off(world):
     assert last["answered_by"] == "in-process" and "resident = false" in last["fallback"]
 
 
-
 def test_plugin_folders_too_large_to_check_at_every_hook_are_answered_in_process(world):
     world.started()
     junk = world.root / ".nia" / "plugins" / "vendored"
@@ -344,6 +343,7 @@ def test_plugin_folders_too_large_to_check_at_every_hook_are_answered_in_process
     assert "ACME-RULE changed: two" in world.text(world.run("s", "UserPromptSubmit"))
     last = world.log()[-1]
     assert last["answered_by"] == "in-process" and "more than 2,000 files and folders" in last["fallback"]
+
 
 def test_hook_status_lists_residents_and_hook_stop_ends_them(world):
     resident = world.started()
