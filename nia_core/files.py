@@ -881,6 +881,32 @@ def _open_private(folder: str | os.PathLike[str], name: str, flags: int, *, crea
     return fd
 
 
+def tighten_own_folder(path: str | os.PathLike[str]) -> None:
+    """Make a folder of nia's own that the current user owns, but others may write to, writable by its owner only.
+
+    A plain ``mkdir`` under a ``002`` umask (the default for users of many
+    Linux distributions) leaves a folder group-writable, which
+    :func:`open_private_folder` refuses: for a folder nia made for itself
+    with such a ``mkdir`` in an earlier release, that would lose what it
+    keeps there for good. Only the write bits of group and others are
+    removed, through a descriptor opened without following a link and
+    checked to be a folder of the current user; anything else is left alone
+    (and refused by :func:`open_private_folder`, as before).
+    """
+    try:
+        fd = os.open(path, _DIR_FLAGS | _NOFOLLOW)
+    except OSError:
+        return
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid() and info.st_mode & _GROUP_OR_WORLD_WRITABLE:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~_GROUP_OR_WORLD_WRITABLE)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def read_private(folder: str | os.PathLike[str], name: str, limit: int = PRIVATE_LIMIT) -> bytes:
     """The bytes of ``folder/name``, a file nia wrote for itself; :class:`Refused` unless it can be trusted.
 

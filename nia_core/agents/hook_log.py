@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from nia_core.files import append_private, read_private, read_private_end, write_private
+from nia_core.files import append_private, read_private, read_private_end, tighten_own_folder, write_private
 
 KEEP = 200
 """Lines kept per session; older ones are dropped when the file reaches twice this."""
@@ -32,6 +32,18 @@ def log_dir() -> Path:
         return Path(configured)
     state_home = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
     return Path(state_home) / "nia" / "hooks"
+
+
+_TIGHTENED: set[Path] = set()
+
+
+def _folder() -> Path:
+    """:func:`log_dir`, once per process made writable by its owner only if an earlier nia left it group-writable."""
+    folder = log_dir()
+    if folder not in _TIGHTENED:
+        _TIGHTENED.add(folder)
+        tighten_own_folder(folder)
+    return folder
 
 
 @dataclass
@@ -73,7 +85,7 @@ def append(entry: Entry) -> None:
     name = f"{entry.session or f'{entry.host}-unattached'}.jsonl"
     line = json.dumps(asdict(entry), ensure_ascii=False) + "\n"
     try:
-        size = append_private(log_dir(), name, line.encode("utf-8", "backslashreplace"))
+        size = append_private(_folder(), name, line.encode("utf-8", "backslashreplace"))
         if size > 4096 * KEEP // 4:
             _trim(name)
     except OSError:
@@ -81,10 +93,10 @@ def append(entry: Entry) -> None:
 
 
 def _trim(name: str) -> None:
-    lines = read_private(log_dir(), name).decode("utf-8", "replace").splitlines(keepends=True)
+    lines = read_private(_folder(), name).decode("utf-8", "replace").splitlines(keepends=True)
     if len(lines) <= 2 * KEEP:
         return
-    write_private(log_dir(), name, "".join(lines[-KEEP:]).encode("utf-8", "backslashreplace"))
+    write_private(_folder(), name, "".join(lines[-KEEP:]).encode("utf-8", "backslashreplace"))
 
 
 @contextlib.contextmanager
@@ -103,7 +115,7 @@ def conversation_lock(session: str) -> Iterator[None]:
 
         from nia_core.files import open_private_folder
 
-        folder = open_private_folder(log_dir(), create=True)
+        folder = open_private_folder(_folder(), create=True)
         try:
             fd = os.open(f"{session}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
         finally:
@@ -141,7 +153,7 @@ def last_entry(session: str) -> dict[str, Any] | None:
     """The newest entry of one session, or ``None``."""
     try:
         for tail in (4 * 1024, 64 * 1024):  # an entry is a few hundred bytes: read more only when it is not
-            data = read_private_end(log_dir(), f"{session}.jsonl", tail + 1)
+            data = read_private_end(_folder(), f"{session}.jsonl", tail + 1)
             lines = data.decode("utf-8", errors="replace").splitlines()
             if len(data) > tail:
                 lines = lines[1:]  # a line cut in the middle
@@ -166,7 +178,7 @@ def _newest(lines: list[str]) -> dict[str, Any] | None:
 
 def read(last: int = 20, session: str | None = None) -> list[dict[str, Any]]:
     """The last ``last`` entries of each session (or of one, by id prefix), oldest session first."""
-    folder = log_dir()
+    folder = _folder()
     if not folder.is_dir():
         return []
     out: list[dict[str, Any]] = []

@@ -22,6 +22,12 @@ from nia_core.files import Signature, read_checked, signature
 from nia_core.plugin_host.watch import ignored_name
 
 MISSING = "missing"
+
+
+class TooMany(Exception):
+    """A folder held more files and folders than the caller's budget: its fingerprint would cost too much."""
+
+
 DIGEST_LIMIT = 16 * 1024 * 1024
 """The bytes of one file hashed; a larger file in a plugin folder is data, told apart by its stat signature."""
 RACY_NS = 2_000_000_000
@@ -57,8 +63,12 @@ class DigestCache:
             self._entries[path] = (sig, hashed_at, digest)
         return digest
 
-    def fingerprint(self, root: Path) -> str:
-        """One hash over every file under ``root`` (or ``root`` itself) that may change a plugin."""
+    def fingerprint(self, root: Path, budget: list[int] | None = None) -> str:
+        """One hash over every file under ``root`` (or ``root`` itself) that may change a plugin.
+
+        ``budget``: ``[entries]`` the walk may still visit (files and folders), shared by the calls that
+        pass the same list; past it :class:`TooMany` is raised, so what a repository holds bounds no walk.
+        """
         total = hashlib.blake2b(digest_size=16)
         if root.is_file():
             digest = self.digest(str(root))
@@ -70,6 +80,10 @@ class DigestCache:
             return MISSING
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if not ignored_name(d))
+            if budget is not None:
+                budget[0] -= len(dirs) + len(files)
+                if budget[0] < 0:
+                    raise TooMany(root)
             for name in sorted(files):
                 if ignored_name(name):
                     continue

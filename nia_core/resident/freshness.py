@@ -30,11 +30,23 @@ from pathlib import Path
 from typing import Any
 
 from nia_core.context import Location
+from nia_core.errors import escape_name
 from nia_core.files import Signature, signature
 from nia_core.plugin_host.discovery import local_plugin_paths
-from nia_core.plugin_host.fingerprint import DigestCache
+from nia_core.plugin_host.fingerprint import DigestCache, TooMany
 from nia_core.plugin_host.load import local_folders
 from nia_core.plugin_host.localimport import PACKAGE, take_modules
+
+WATCHED_ENTRIES = 2_000
+"""Files and folders a resident checks, at every hook, in one project's plugin folders and editable plugin sources.
+
+A fresh process imports the plugins it finds and never walks the rest; a resident must compare every file
+that could change what they import, and walking costs about 15 ms per 1,000 entries. Past this, the project
+is answered in-process (what a hook costs without a resident), however large the folders a repository holds."""
+
+
+class TooLarge(Exception):
+    """The project's plugin folders hold more than :data:`WATCHED_ENTRIES`: no resident answers for it."""
 
 
 class Freshness:
@@ -52,6 +64,8 @@ class Freshness:
         self.code: dict[str, Signature | None] = {}
         self._seen: set[str] = set()
         self._editable: list[tuple[str, Path]] | None = None
+        self.too_large: dict[Path, str] = {}
+        """Projects this process does not answer for, and why (:class:`TooLarge`)."""
 
     # -- plugins ------------------------------------------------------------------------
 
@@ -87,9 +101,21 @@ class Freshness:
         return found
 
     def fingerprint(self, location: Location) -> tuple[Any, ...]:
-        folders = [self.digests.fingerprint(folder) for folder in local_folders(location, self.plugins_dirs)]
+        """What the project's plugin code depends on; :class:`TooLarge` past :data:`WATCHED_ENTRIES`."""
+        if location.root in self.too_large:
+            raise TooLarge(self.too_large[location.root])
+        budget = [WATCHED_ENTRIES]
+        try:
+            folders = [self.digests.fingerprint(f, budget) for f in local_folders(location, self.plugins_dirs)]
+            editable = [self.digests.fingerprint(root, budget) for _, root in self.editable()]
+        except TooMany as exc:
+            why = (
+                f"the plugin folders of {escape_name(str(location.root))} hold more than {WATCHED_ENTRIES:,} files "
+                f"and folders ({escape_name(str(exc))}): too many to check at every hook"
+            )
+            self.too_large[location.root] = why  # for this process's life: a later walk would cost as much
+            raise TooLarge(why) from None
         config = self.digests.digest(str(location.nia_dir / "project.toml"))
-        editable = [self.digests.fingerprint(root) for _, root in self.editable()]
         return (*folders, config, *editable)
 
     def editable(self) -> list[tuple[str, Path]]:

@@ -111,7 +111,12 @@ class Resident:
             location = self.runtime.locate(os.getcwd())
         except Exception:  # noqa: BLE001 - nothing to warm; each hook locates its own project
             return
-        self.freshness.check(location)
+        from nia_core.resident.freshness import TooLarge
+
+        try:
+            self.freshness.check(location)
+        except TooLarge:
+            return  # each hook of that project is answered in-process
         with contextlib.suppress(Exception):
             host, view = self.runtime.open(location)
             host.assemble(view)
@@ -275,6 +280,7 @@ class Resident:
         from nia_core.agents.contract import HostInputError
         from nia_core.agents.hook_settings import resident_enabled
         from nia_core.process import abandoned_threads
+        from nia_core.resident.freshness import TooLarge
         from nia_core.resident.scope import PER_HOOK
 
         try:
@@ -292,8 +298,11 @@ class Resident:
             allowed, _ = resident_enabled(location.root)
             if not allowed:
                 return {"refused": f"resident processes are off for {location.root} ([hooks] resident = false)"}
-            if self.freshness.check(location):
-                self.rebuild()
+            try:
+                if self.freshness.check(location):
+                    self.rebuild()
+            except TooLarge as exc:
+                return {"refused": str(exc)}
             root = str(location.root)
             if root not in self.projects:
                 self.projects.append(root)

@@ -333,6 +333,18 @@ def test_a_project_can_switch_resident_processes_off(world):
     assert last["answered_by"] == "in-process" and "resident = false" in last["fallback"]
 
 
+def test_plugin_folders_too_large_to_check_at_every_hook_are_answered_in_process(world):
+    world.started()
+    junk = world.root / ".nia" / "plugins" / "vendored"
+    for i in range(2_001):  # one more than the resident checks at every hook
+        (junk / f"d{i // 100}" / f"e{i}").mkdir(parents=True)
+    assert "ACME-RULE: one" in world.text(world.run("s", "SessionStart", "startup"))
+    (world.root / "rule.txt").write_text("two\n")
+    assert "ACME-RULE changed: two" in world.text(world.run("s", "UserPromptSubmit"))
+    last = world.log()[-1]
+    assert last["answered_by"] == "in-process" and "more than 2,000 files and folders" in last["fallback"]
+
+
 def test_hook_status_lists_residents_and_hook_stop_ends_them(world):
     resident = world.started()
     status = world.nia("hook", "status")

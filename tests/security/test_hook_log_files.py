@@ -76,3 +76,12 @@ def test_hook_log_lists_what_nia_wrote_beside_a_fifo_and_a_dangling_link(tmp_pat
     listed = subprocess.run([*NIA, "hook", "log", "--json"], capture_output=True, text=True, env=env, timeout=LIMIT)
     assert listed.returncode == 0, listed.stderr
     assert [json.loads(line)["outcome"] for line in listed.stdout.splitlines()] == ["initialized"]
+
+
+def test_a_log_folder_an_earlier_nia_left_group_writable_is_tightened_and_used(tmp_path: Path) -> None:
+    root, env, logs = _world(tmp_path)
+    logs.chmod(0o775)  # a plain mkdir under a 002 umask, as nia made it before it checked the folder
+    assert "Environment:" in _hook(root, env, "SessionStart").stdout
+    assert logs.stat().st_mode & 0o777 == 0o755
+    listed = subprocess.run([*NIA, "hook", "log", "--json"], capture_output=True, text=True, env=env, timeout=LIMIT)
+    assert [json.loads(line)["outcome"] for line in listed.stdout.splitlines()] == ["initialized"]
