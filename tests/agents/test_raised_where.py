@@ -3,12 +3,10 @@ says why), answered in-process and by a resident process."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.agents.test_hook_answer import Host
-from tests.cli.test_plugin_raised_where import LOADER_SAID, RAISING, RENDERER_SAID
+from tests.cli.test_plugin_raised_where import LOADER_SAID, RAISING, RENDERER_SAID, project  # noqa: F401 - a fixture
 
 
 @pytest.fixture(autouse=True)
@@ -16,17 +14,7 @@ def generous_deadline(monkeypatch):
     monkeypatch.setenv("NIA_HOOK_DEADLINE", "600")  # in-process runs: the watchdog must never end pytest
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "shop"
-    (root / ".git").mkdir(parents=True)
-    (root / ".nia" / "plugins").mkdir(parents=True)
-    (root / ".nia" / "plugins" / "x.py").write_text(RAISING)
-    monkeypatch.chdir(root)
-    return root
-
-
-def test_the_agent_hook_names_the_plugins_own_line_of_a_raising_loader_and_renderer(project):
+def test_the_agent_hook_names_the_plugins_own_line_of_a_raising_loader_and_renderer(project):  # noqa: F811
     host = Host("claude-code", project)
     _, said = host.hook("SessionStart", "startup")
     assert said.count(LOADER_SAID) == 1, said
