@@ -103,7 +103,7 @@ def hook(host: str, fallback: Fallback, options: dict[str, Any] | None = None) -
     except NoAnswer as missed:
         fallback(data, str(missed), max(1.0, seconds - (time.monotonic() - started)))
         if missed.start and found is not None:
-            start(found, hook_values, options)
+            start(found, hook_values, options, seconds - (time.monotonic() - started))
         return
     except OSError as exc:  # the working directory is gone, say: nothing to share a resident with
         left = max(1.0, seconds - (time.monotonic() - started))
@@ -286,17 +286,20 @@ BOOT = (
     "    main(sys.argv[1:], wake)\n"
     "    os._exit(0)\n"
     "os.close(wake)\n"
-    "select.select([listed], [], [], 10)\n"
+    "select.select([listed], [], [], float(sys.argv[3]))\n"
     "os._exit(0)"
 )
 """The resident's first lines. It keeps none of the hook's other files open (an agent's pipe held by a resident
 would keep the agent waiting for its end). It forks, so that the resident is nobody's child (the hook's own
 process may be long-lived: a test runner); the process this hook waits for ends once the resident holds its
-lock and is listed (or gave up), so that ``nia hook status`` and ``nia hook stop`` right after the hook see it."""
+lock and is listed (or gave up), so that ``nia hook status`` and ``nia hook stop`` right after the hook see it,
+but not past the hook's deadline (an interpreter slow to start on a loaded machine)."""
 
 
-def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str, Any] | None) -> None:
-    """Start a resident process for ``found`` (detached, in a session of its own) and return.
+def start(
+    found: dict[str, Any], hook_values: dict[str, str], options: dict[str, Any] | None, left: float = 10.0
+) -> None:
+    """Start a resident process for ``found`` (detached, in a session of its own) and return within ``left`` s.
 
     The interpreter is started in a session of its own with this hook's exact
     environment; it forks at once and the hook reaps the parent, so nothing is
@@ -311,7 +314,8 @@ def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str,
     if not python:
         return
     flags = ["-P"] + ["-O"] * sys.flags.optimize + (["-X", "utf8"] if sys.flags.utf8_mode else [])
-    argv = [python, *flags, "-c", BOOT, json.dumps(found["path"]), json.dumps(options or {})]
+    wait = f"{max(0.1, min(10.0, left)):.3f}"  # for it to be listed: at most 10 s, never past the deadline
+    argv = [python, *flags, "-c", BOOT, json.dumps(found["path"]), json.dumps(options or {}), wait]
     null = os.devnull
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, null, os.O_RDONLY, 0),
@@ -322,6 +326,28 @@ def start(found: dict[str, Any], hook_values: dict[str, str], options: dict[str,
         os.chdir(found["cwd"])
         os.umask(found["umask"])
         pid = os.posix_spawn(python, argv, {**found["env"], **hook_values}, file_actions=actions, setsid=True)
-        os.waitpid(pid, 0)
+        reap(pid, float(wait))
     except OSError:
         pass  # no resident this time; the next hook tries again
+
+
+def reap(pid: int, seconds: float) -> None:
+    """Wait at most ``seconds`` for child ``pid`` to end, and reap it if it did.
+
+    One that has not (an interpreter slow to start) goes on by itself: the hook does not wait past its deadline,
+    and the child is reaped by whoever inherits it when the hook's process ends.
+    """
+    import select
+
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd (Linux before 5.3): wait as long as it takes
+        os.waitpid(pid, 0)
+        return
+    try:
+        waiting = select.poll()
+        waiting.register(handle, select.POLLIN)
+        waiting.poll(int(seconds * 1000))
+        os.waitpid(pid, os.WNOHANG)
+    finally:
+        os.close(handle)

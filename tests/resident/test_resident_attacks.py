@@ -325,3 +325,22 @@ def test_an_input_that_never_ends_does_not_hold_the_hook_past_its_deadline(world
 def test_a_hook_deadline_that_is_no_length_of_time_is_the_default(world, value):
     done = world.run("s", "SessionStart", "startup", env={"NIA_HOOK_DEADLINE": value})
     assert "ACME-RULE: one" in world.text(done), done.stderr
+
+
+SLOW_START = """
+import sys, time
+if len(sys.argv) > 2 and sys.argv[1].startswith("["):  # the resident's interpreter (its argument: sys.path)
+    time.sleep(8)  # a loaded machine
+"""
+
+
+def test_a_resident_slow_to_start_does_not_hold_the_hook_that_started_it_past_its_deadline(world, tmp_path):
+    """The hook that starts a resident waits for it to be listed, but not past the hook's deadline."""
+    site = tmp_path / "slow"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_START)
+    world.env.update(PYTHONPATH=str(site), NIA_HOOK_DEADLINE="3")
+    started = time.monotonic()
+    assert "ACME-RULE: one" in world.text(world.run("s", "SessionStart", "startup"))
+    assert time.monotonic() - started < 7  # the deadline, plus the hook's own exit on a loaded machine
+    world.ready()  # started all the same (and stopped when the test ends)
