@@ -293,12 +293,11 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
         click.echo("no hook runs logged yet")
         return
     current = None
-    for item in entries:
+    for item in entries:  # the host's session id and working directory, and paths in fallbacks, come from outside
         if item.get("session") != current:
             current = item.get("session")
-            click.echo(
-                f"== {current or '(no session)'}  {item.get('host')} {item.get('host_session')}  {item.get('cwd')}"
-            )
+            host_session, where = (escape_name(str(item.get(k))) for k in ("host_session", "cwd"))
+            click.echo(f"== {current or '(no session)'}  {item.get('host')} {host_session}  {where}")
         event = item.get("event", "") + (f":{item['source']}" if item.get("source") else "")
         epoch = f"epoch {item['epoch']}" if item.get("epoch") is not None else "no epoch"
         changed = " ".join(item.get("changed") or [])
@@ -308,8 +307,8 @@ def log_command(as_json: bool, session: str | None, last: int) -> None:
             f"{item.get('printed', 0):>6} B  {answered:<10} {changed}".rstrip()
         )
         if answered == "in-process" and item.get("fallback") and item["fallback"] != "NIA_RESIDENT=0":
-            click.echo(f"{'':<25}in-process: {item['fallback']}")
+            click.echo(f"{'':<25}in-process: {escape_name(str(item['fallback']))}")
         if item.get("full_text"):
-            click.echo(f"{'':<25}full text: {item['full_text']}")
+            click.echo(f"{'':<25}full text: {escape_name(str(item['full_text']))}")
         for warning in item.get("warnings") or []:
             click.echo(f"{'':<25}warning: {warning}")

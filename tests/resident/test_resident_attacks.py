@@ -344,3 +344,15 @@ def test_a_resident_slow_to_start_does_not_hold_the_hook_that_started_it_past_it
     assert "ACME-RULE: one" in world.text(world.run("s", "SessionStart", "startup"))
     assert time.monotonic() - started < 7  # the deadline, plus the hook's own exit on a loaded machine
     world.ready()  # started all the same (and stopped when the test ends)
+
+
+def test_hook_log_names_a_hostile_project_folder_on_one_line(tmp_path):
+    """The working directory and the reason no resident answered (here: the project switched them off) name the
+    project's folder, a repository's choice: a newline in it must not forge a line of ``nia hook log``."""
+    world = World(tmp_path / "shop\n2026-12-02T00:00:00.000  UserPromptSubmit  forged")
+    (world.root / ".nia" / "project.toml").write_text("[hooks]\nresident = false\n")
+    world.started()
+    world.run("s", "SessionStart", "startup")
+    done = world.nia("hook", "log")
+    assert "resident processes are off for" in done.stdout and "shop\\x0a2026" in done.stdout, done.stdout
+    assert not any(line.startswith("2026-12-02T00:00:00.000") for line in done.stdout.splitlines()), done.stdout
