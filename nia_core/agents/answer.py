@@ -14,6 +14,7 @@ hook that would outlive :data:`DEADLINE` seconds.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -441,7 +442,24 @@ def in_process(host: str, data: bytes, fallback: str, seconds: float) -> None:
     guard_terminals()  # a person running the hook by hand: what the agent reads is a pipe, never wrapped
     begin()
     log_to_stderr()
+    os.register_at_fork(after_in_child=_let_go_of_the_agent)
     answer(host, Runtime(), data=data, fallback=fallback, seconds=seconds)
+
+
+def _let_go_of_the_agent() -> None:
+    """In a process a plugin forks from the hook's: the agent's pipes become ``/dev/null``.
+
+    The agent reads the hook's output until every copy of its pipes is closed: a forked helper that outlives
+    the hook (a ``multiprocessing`` worker, a background indexer) would keep the agent waiting for it.
+    """
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        private = stdio.real_stdout_fd()
+        if private > 2:
+            os.close(private)
 
 
 _SAID: set[str] = set()

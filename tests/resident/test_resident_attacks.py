@@ -356,3 +356,17 @@ def test_hook_log_names_a_hostile_project_folder_on_one_line(tmp_path):
     done = world.nia("hook", "log")
     assert "resident processes are off for" in done.stdout and "shop\\x0a2026" in done.stdout, done.stdout
     assert not any(line.startswith("2026-12-02T00:00:00.000") for line in done.stdout.splitlines()), done.stdout
+
+
+def test_a_process_a_plugin_forks_in_a_hooks_own_process_does_not_keep_the_agent_waiting(world):
+    """Answered in-process (no resident): the child gets a copy of the agent's pipes, and the agent reads them to
+    their end, so a helper that outlives the hook kept the agent waiting as long as it lived."""
+    (world.plugins / "forker.py").write_text(FORKER.replace('"nia_core.resident.server" in sys.modules', "True"))
+    started = time.monotonic()
+    try:
+        done = world.run("s", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+        assert "FORKED" in world.text(done)
+        assert time.monotonic() - started < 30  # the child lives 60 s
+    finally:
+        for pid in (world.root / "children").read_text().split():
+            kill(int(pid))
