@@ -14,6 +14,12 @@ A real process also gets :func:`redirect_fd`: file descriptor 1 itself is
 pointed at stderr and the real stdout is kept on a private descriptor, so
 output from C extensions or subprocesses a plugin starts cannot reach it either.
 Code that writes a protocol stream takes :func:`real_stdout` explicitly.
+
+An agent hook goes one step further with :func:`captured`: while its boundary
+runs, fds 1 and 2 point at a file of nia's own, and what was written there is
+passed on once the block ends. An agent reads a hook's output until every copy
+of its pipes is closed, so a process a plugin starts (and leaves running) must
+never hold one.
 """
 
 from __future__ import annotations
@@ -155,3 +161,89 @@ def finish() -> None:
                 os.dup2(devnull, stream.fileno())
         except (OSError, ValueError):
             pass
+
+
+class Captured:
+    """What :func:`captured` collected: the bytes written to fds 1 and 2 while its block ran."""
+
+    def __init__(self) -> None:
+        self.data = b""
+        self._saved: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+    def release(self) -> None:
+        """Point fds 1 and 2 back where they were (idempotent): a watchdog ending the process calls it to speak."""
+        with self._lock:
+            saved, self._saved = self._saved, None
+        if saved is None:
+            return
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
+_current: Captured | None = None
+
+
+def release_captured() -> None:
+    """Undo the :func:`captured` block in force, if any (see :meth:`Captured.release`)."""
+    if _current is not None:
+        _current.release()
+
+
+def drop_captured() -> None:
+    """In a process forked inside a :func:`captured` block: close its copies of the descriptors the block keeps
+    (the agent's pipes), leaving fds 1 and 2 as they are."""
+    saved = _current._saved if _current is not None else None
+    for fd in saved or ():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def captured() -> Iterator[Captured]:
+    """Everything written to fd 1 and fd 2 (and ``sys.stdout``/``sys.stderr``) while the block runs.
+
+    The descriptors point at an unnamed file of nia's own (``memfd_create``,
+    else a temporary file) meanwhile; a process started in the block inherits
+    that file, never the descriptors the block found.
+    """
+    global _current
+    result = Captured()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    memfd = getattr(os, "memfd_create", None)
+    if memfd is not None:
+        fd = memfd("nia-hook-output", os.MFD_CLOEXEC)
+    else:  # elsewhere: an unnamed temporary file
+        import tempfile
+
+        with tempfile.TemporaryFile() as spare:
+            fd = os.dup(spare.fileno())
+    result._saved = (os.dup(1), os.dup(2))
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    previous, _current = _current, result
+    try:
+        yield result
+    finally:
+        _current = previous
+        result.release()
+        chunks = []
+        offset = 0
+        while True:
+            chunk = os.pread(fd, 1 << 16, offset)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            offset += len(chunk)
+        os.close(fd)
+        result.data = b"".join(chunks)

@@ -379,6 +379,7 @@ def watchdog(host: str, seconds: float, deadline_seconds: float | None = None) -
 
     def expire() -> None:
         try:
+            stdio.release_captured()  # the agent's stderr again, to say why there is no answer
             gave_up(host, said)
         finally:
             end(0)
@@ -408,12 +409,26 @@ def answer(
     chosen = adapter(host)
     record_logged()  # whichever handler prints warnings as they come, the summary does not repeat them
     stdio.redirect_fd()  # as every nia command: only nia's answer reaches the host, whatever a plugin prints
+    # A process a plugin starts (and leaves running) must hold none of the agent's pipes, which the agent reads
+    # until every copy is closed: while the boundary runs, fds 1 and 2 are a file of nia's own (a real process).
+    own_fds = stdio.real_stdout_fd() != 1
     with hook_log.conversation_lock(session_of(chosen, data)), stdio.protect():
-        result = run(chosen, data, runtime, chosen.caller(os.getppid()))
+        with stdio.captured() if own_fds else contextlib.nullcontext() as output:
+            result = run(chosen, data, runtime, chosen.caller(os.getppid()))
+        if output is not None:
+            _pass_on(output.getvalue())
         result.entry.answered_by = "in-process"
         result.entry.fallback = fallback
         emit(result)
     timer.cancel()
+
+
+def _pass_on(said: bytes) -> None:
+    """What the boundary wrote to fds 1 and 2, to the hook's stderr."""
+    view = memoryview(said)
+    with contextlib.suppress(OSError):
+        while view:
+            view = view[os.write(2, view) :]
 
 
 def session_of(adapter: HostAdapter, data: bytes) -> str:
@@ -460,6 +475,7 @@ def _let_go_of_the_agent() -> None:
         private = stdio.real_stdout_fd()
         if private > 2:
             os.close(private)
+    stdio.drop_captured()
 
 
 _SAID: set[str] = set()

@@ -313,7 +313,7 @@ class Resident:
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
         record_logged()  # this hook's warnings, said once each, as in a hook's own process
-        with _captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
+        with stdio.captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
                 result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
             result.entry.answered_by = "resident"
@@ -353,54 +353,6 @@ def _environment(scope: dict[str, str], per_hook: dict[str, str]) -> None:
     for name, value in wanted.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
-
-
-class _Captured:
-    def __init__(self) -> None:
-        self.data = b""
-
-    def getvalue(self) -> bytes:
-        return self.data
-
-
-@contextlib.contextmanager
-def _captured() -> Any:
-    """Everything written to fd 1 and fd 2 (and ``sys.stdout``/``sys.stderr``) while the block runs."""
-    captured = _Captured()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    memfd = getattr(os, "memfd_create", None)
-    if memfd is not None:
-        fd = memfd("nia-hook-output", os.MFD_CLOEXEC)
-    else:  # elsewhere: an unnamed temporary file
-        import tempfile
-
-        with tempfile.TemporaryFile() as spare:
-            fd = os.dup(spare.fileno())
-    saved = (os.dup(1), os.dup(2))
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    try:
-        yield captured
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        os.close(saved[0])
-        os.close(saved[1])
-        chunks = []
-        offset = 0
-        while True:
-            chunk = os.pread(fd, 1 << 16, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        os.close(fd)
-        captured.data = b"".join(chunks)
 
 
 def _receive(conn: socket.socket, limit: int) -> bytes | None:
