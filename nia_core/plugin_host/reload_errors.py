@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nia_core.errors import escape_name
+from nia_core.files import read_checked
 from nia_core.plugin_host.importing import ImportDeadline, PluginRaised, describe
+from nia_core.plugin_host.localimport import SOURCE_LIMIT
 from nia_core.plugin_host.watch import ignored
 
 if TYPE_CHECKING:
@@ -107,9 +109,10 @@ def find_in_unit(unit: Unit, needle: str) -> tuple[str | None, int | None]:
     """The first ``file:line`` of the unit's source mentioning ``needle``."""
     if not needle:
         return None, None
+    edge = unit.root if unit.root.is_dir() else unit.root.parent
     for path in unit_files(unit):
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        try:  # the checked reader: a FIFO named like a module, or a link out of the plugin, is never read
+            lines = read_checked(path, edge, SOURCE_LIMIT).data.decode("utf-8", errors="replace").splitlines()
         except OSError:
             continue
         for number, text in enumerate(lines, 1):

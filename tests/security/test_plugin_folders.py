@@ -280,3 +280,35 @@ def test_a_special_file_in_a_plugin_folder_never_freezes_nia_mcp(tmp_path: Path)
         assert "Traceback" not in text, text[-3000:]
 
     each(SPECIAL, attack)
+
+
+def test_a_fifo_named_like_a_module_never_freezes_nia_dev_looking_for_where_a_reload_failed(tmp_path: Path) -> None:
+    """A failed reload names the file and line of the plugin's source that mentions the source key; a FIFO named
+    like a module, sorted before the file that does, must not be waited on while looking."""
+    w = Attack(tmp_path)
+    package = w.root / ".nia" / "plugins" / "pkg"
+    package.mkdir(parents=True)
+    good = "from nia_core import ContextSource, hookimpl\n\n@hookimpl\ndef nia_context_sources(location):\n"
+    (package / "__init__.py").write_text(
+        good + '    return [ContextSource(key="pkg/x", load=lambda: 1, baseline=str)]\n'
+    )
+    os.mkfifo(package / "A.py")  # never imported; sorted before __init__.py
+    process = subprocess.Popen(
+        [*NIA, "-p", "no:nia-date", "dev"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # the error's own line may come on either stream
+        cwd=w.root,
+        env=w.env,
+    )
+    try:
+        assert b"INSIDE-RULE" in _output_until(process, lambda got: b"INSIDE-RULE" in got)
+        broken = "    return [ContextSource(key='pkg/x', load=lambda: 2, baseline=str, update=lambda old: old)]\n"
+        (package / "__init__.py").write_text(good + broken)
+        said = _output_until(process, lambda got: b"pkg/__init__.py:5" in got)
+    finally:
+        process.kill()
+        rest, _ = process.communicate(timeout=LIMIT)
+    everything = (said + rest).decode("utf-8", "replace")
+    assert "failed to reload" in everything and "pkg/__init__.py:5" in everything, everything[-2000:]
+    assert "Traceback" not in everything, everything[-2000:]
