@@ -16,6 +16,7 @@ Internal: not part of nia's public API; it may change in any release (docs/plugi
 from __future__ import annotations
 
 import importlib
+import os
 
 from nia_core.lazy import lazy_exports
 
@@ -40,6 +41,23 @@ The one place host names are listed: ``nia hook HOST``, ``nia hook
 install|uninstall|status`` and the console script's fast path read it."""
 
 
+DEADLINE = 20.0
+"""Seconds a hook may run before nia gives up (``NIA_HOOK_DEADLINE``; the host's own timeout for it is longer)."""
+
+
+def deadline() -> float:
+    """``NIA_HOOK_DEADLINE`` in seconds; anything but a finite number above 0 (``nan``, ``-1``) is the default.
+
+    Here, beside :data:`ADAPTERS`, because the hook's thin client and the door (:mod:`nia_core.agents.answer`)
+    both read it and the client loads nothing else of nia's agents.
+    """
+    try:
+        value = float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
+    except ValueError:
+        return DEADLINE
+    return value if 0 < value < 1e9 else DEADLINE  # nan compares false
+
+
 def adapter(name: str) -> HostAdapter:
     """The adapter of host ``name``; raises ``KeyError`` naming the known hosts."""
     module = ADAPTERS.get(name)
@@ -50,4 +68,10 @@ def adapter(name: str) -> HostAdapter:
 
 
 _exported, __getattr__, __dir__ = lazy_exports(__name__)
-__all__ = ["ADAPTERS", "adapter", *_exported]  # the one package whose own names are exported too
+__all__ = [
+    "ADAPTERS",
+    "DEADLINE",
+    "adapter",
+    "deadline",
+    *_exported,
+]  # the one package whose own names are exported too

@@ -9,7 +9,7 @@ epochs, snapshots and admitted messages, exactly as for nia's own sessions.
 
 Nothing here may fail the host's turn: every problem becomes a line on
 stderr and in ``nia hook log``, the exit status is 0, and a watchdog ends a
-hook that would outlive :data:`DEADLINE` seconds.
+hook that would outlive :data:`nia_core.agents.DEADLINE` seconds.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nia_core import stdio
-from nia_core.agents import hook_log
+from nia_core.agents import deadline, hook_log
 from nia_core.agents.contract import HOOK_TIMEOUT, PROMPT, START, HookInput, HostAdapter, HostInputError
 from nia_core.agents.delivered import delivered
 from nia_core.agents.hook_settings import deliver_native_files
@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
     from nia_core.sessions import Store
 
-DEADLINE = 20.0
-"""Seconds a hook may run before nia gives up (the host's own timeout for it is longer)."""
-
 
 @dataclass
 class HookRun:
@@ -52,15 +49,6 @@ class HookRun:
     @property
     def warnings(self) -> list[str]:
         return self.entry.warnings
-
-
-def deadline() -> float:
-    """``NIA_HOOK_DEADLINE`` in seconds; anything but a finite number above 0 (``nan``, ``-1``) is the default."""
-    try:
-        value = float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
-    except ValueError:
-        return DEADLINE
-    return value if 0 < value < 1e9 else DEADLINE  # nan compares false
 
 
 def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:

@@ -21,14 +21,12 @@ import sys
 import time
 from collections.abc import Callable
 
+from nia_core.agents import deadline
 from nia_core.resident import folder, scope
 
 TYPE_CHECKING = False  # not typing's: a thin client imports what it uses (typing costs it ~4 ms)
 if TYPE_CHECKING:
     from typing import Any
-
-DEADLINE = 20.0
-"""Seconds a hook may take (``NIA_HOOK_DEADLINE``), as :data:`nia_core.agents.answer.DEADLINE`."""
 
 MAX_REPLY = 64 * 1024 * 1024
 """A reply larger than this is no answer (a hook prints at most the host's limit, some kilobytes)."""
@@ -44,15 +42,6 @@ class NoAnswer(Exception):
         super().__init__(why)
         self.start = start
         """Whether to start a resident process for the next hook."""
-
-
-def deadline() -> float:
-    """``NIA_HOOK_DEADLINE`` in seconds; anything but a finite number above 0 (``nan``, ``-1``) is the default."""
-    try:
-        value = float(os.environ.get("NIA_HOOK_DEADLINE", DEADLINE))
-    except ValueError:
-        return DEADLINE
-    return value if 0 < value < 1e9 else DEADLINE  # nan compares false
 
 
 def enabled() -> bool:

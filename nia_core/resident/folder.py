@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import socket
 import stat
+from collections.abc import Callable
 
 
 class Unsafe(OSError):
@@ -72,19 +73,18 @@ def socket_ok(path: str) -> None:
 
 def connect(conn: socket.socket, path: str) -> None:
     """``conn.connect(path)``, also for a path longer than ``AF_UNIX`` takes (see :func:`address`)."""
-    where, held = address(path)
-    try:
-        conn.connect(where)
-    finally:
-        if held is not None:
-            os.close(held)
+    _at(conn.connect, path)
 
 
 def bind(conn: socket.socket, path: str) -> None:
     """``conn.bind(path)``, also for a path longer than ``AF_UNIX`` takes (see :func:`address`)."""
+    _at(conn.bind, path)
+
+
+def _at(use: Callable[[str], None], path: str) -> None:
     where, held = address(path)
     try:
-        conn.bind(where)
+        use(where)
     finally:
         if held is not None:
             os.close(held)

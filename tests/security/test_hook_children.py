@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from tests.security.test_attack_corpus import NIA
+from tests.security.test_hook_log_files import _world
 
 PLUGIN = """
 import subprocess
@@ -34,20 +35,9 @@ def nia_context_sources(location):
 
 
 def test_a_helper_a_plugin_leaves_running_does_not_keep_the_agent_waiting(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    (root / ".nia" / "plugins").mkdir(parents=True)
+    root, env, _ = _world(tmp_path)  # the hook in its own process (NIA_RESIDENT=0)
+    (root / ".nia" / "plugins").mkdir()
     (root / ".nia" / "plugins" / "acme.py").write_text(PLUGIN)
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "XDG_STATE_HOME": str(home / "state"),
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "NIA_DB": str(home / "nia.db"),
-        "NIA_RESIDENT": "0",
-        "LANG": "C.UTF-8",
-    }
     payload = {"session_id": "s1", "cwd": str(root), "hook_event_name": "SessionStart", "source": "startup"}
     started = time.monotonic()
     try:
