@@ -150,11 +150,14 @@ def test_a_burst_of_200_changed_files_is_one_reload(dev, project, tmp_path):
 
     for i in range(200):  # what a checkout does: replace every file, as fast as it can
         write(package / "parts" / f"p{i:03d}.py", "VALUE = 1\n")
-    event = dev.until(about(package))
-    assert changes(event) == [("updated", "bulk/sum", "bulk/sum is now 200")]
-    # On a loaded machine the writer may pause long enough for the reload to start before the last
-    # file is written; that reload reads every file anyway, and the rest of the burst is a no-op.
-    assert all(path.startswith(str(package / "parts")) for path in event["paths"])
+    # On a loaded machine the writer may pause past the debounce, so the reload starts before the last file is
+    # written (CI once saw "now 157"): the rest of the burst is then a second reload, never one per file.
+    done = [("updated", "bulk/sum", "bulk/sum is now 200")]
+    reloads = [dev.until(about(package))]
+    while len(reloads) < 2 and (reloads[-1]["result"] or {}).get("kind") == "updated" and changes(reloads[-1]) != done:
+        reloads.append(dev.until(about(package)))
+    assert changes(reloads[-1]) == done
+    assert all(path.startswith(str(package / "parts")) for event in reloads for path in event["paths"])
 
     sentinel = project / ".nia" / "plugins" / "bulk_sentinel.py"
     write(sentinel, plugin_source({"bulk/sentinel": "s"}))
