@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
-from nia_core import workers
+import nia_core.workers as workers
 from nia_core.errors import message_of
 
 SLOW_AFTER = 0.02

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import importlib
 import io
 import json
@@ -187,7 +188,7 @@ class Resident:
         """
         import select
 
-        from nia_core import workers
+        import nia_core.workers as workers
 
         idle = idle_seconds()
         listener.setblocking(False)
@@ -212,7 +213,7 @@ class Resident:
                 continue
             conn.setblocking(True)
             self.last = time.monotonic()
-            workers.start(lambda conn=conn: self.connection(conn), "nia-resident-hook")
+            workers.start(functools.partial(self.connection, conn), "nia-resident-hook")
         deadline = time.monotonic() + 30
         while self.active and time.monotonic() < deadline:
             time.sleep(0.05)  # the hooks being answered finish (bounded)
