@@ -122,7 +122,7 @@ class LiveContext:
         self._thread = threading.Thread(
             target=follow,
             args=(session, watcher, self._on_result, self._on_crash),
-            kwargs={"reobserve": True, "interval": self.interval, "stop": self._stop},
+            kwargs={"reobserve": True, "interval": self.interval, "stop": self._stop, "on_notice": self._on_notice},
             name="nia-mcp-follow",
             daemon=True,
         )
@@ -161,6 +161,9 @@ class LiveContext:
             self._publish(result, announce=True)
         except Exception as exc:  # noqa: BLE001 - the follower never dies: this one is reported, the next runs
             self._on_crash(exc)
+
+    def _on_notice(self, message: str) -> None:
+        log.warning("%s", message)
 
     def _on_crash(self, exc: Exception) -> None:
         log.warning("reload failed: %s: %s (still watching)", type(exc).__name__, exc)

@@ -350,15 +350,18 @@ def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
     """``(name, path)`` for each ``*.py`` file and package in ``folder``, sorted by name."""
     if not folder.is_dir():
         return []
-    found = []
-    for path in sorted(folder.iterdir()):
-        if path.name.startswith((".", "_")) or path.name in EXCLUDED_LOCAL:
-            continue
-        if path.is_file() and path.suffix == ".py":
-            found.append((path.stem, path))
-        elif path.is_dir() and (path / "__init__.py").is_file():
-            found.append((path.name, path))
-    return found
+    return [found for path in sorted(folder.iterdir()) if (found := local_plugin_entry(path)) is not None]
+
+
+def local_plugin_entry(path: Path) -> tuple[str, Path] | None:
+    """``(name, path)`` when ``path``, an entry of a local plugin folder, is a plugin (a ``*.py`` file or a package)."""
+    if path.name.startswith((".", "_")) or path.name in EXCLUDED_LOCAL:
+        return None
+    if path.is_file() and path.suffix == ".py":
+        return path.stem, path
+    if path.is_dir() and (path / "__init__.py").is_file():
+        return path.name, path
+    return None
 
 
 def load_local(host: PluginHost, selection: Selection, folders: Iterable[Path], project: Path | None = None) -> None:

@@ -24,6 +24,16 @@ from nia_core.plugin_host.watch import ignored_name
 MISSING = "missing"
 
 
+WATCHED_ENTRIES = 2_000
+"""Files and folders compared at every check in one place: a resident's project (all its plugin folders and
+editable plugin sources, at every hook), and each plugin folder and plugin ``nia dev`` and ``nia mcp`` follow.
+
+A fresh process imports the plugins it finds and never walks the rest; a follower must compare every file
+that could change what they import, and walking costs about 15 ms per 1,000 entries. Past this, what a
+repository holds costs no more than this many entries: the resident answers that project in-process, and
+``nia dev`` follows that folder through file events alone."""
+
+
 class TooMany(Exception):
     """A folder held more files and folders than the caller's budget: its fingerprint would cost too much."""
 

@@ -44,7 +44,8 @@ def follow(
     ``reobserve`` reconciles at every batch even when no plugin changed;
     ``interval`` (seconds) also reconciles when nothing was saved for that long.
     ``on_notice`` hears when the folder followed goes away (deleted, renamed)
-    and comes back; its plugins are unloaded and loaded again by the reloads.
+    and comes back (its plugins are unloaded and loaded again by the reloads),
+    and what the session says once (:meth:`DevSession.take_notices`).
     Closes the watcher and the session on the way out.
     """
     stop = stop or threading.Event()
@@ -59,6 +60,9 @@ def follow(
             return
         if result is not None:
             on_result(result)
+        for notice in session.take_notices():
+            if on_notice is not None:
+                on_notice(notice)
 
     try:
         watcher.start()

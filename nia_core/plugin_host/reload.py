@@ -18,10 +18,17 @@ raises, returns nonsense or repeats another plugin's key, a renderer that
 fails) is reported with file and line (:mod:`~nia_core.plugin_host.reload_errors`),
 and the previous working version is put back, so its sources stay admitted.
 The next good save recovers.
+
+What a check compares is bounded (:data:`~nia_core.plugin_host.fingerprint.WATCHED_ENTRIES`
+entries): a plugin, or a local plugin folder, holding more files and folders
+than that is said once (:meth:`DevSession.take_notices`) and from then on
+followed through the file events alone, so a tree a repository plants there
+never makes each check walk it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -50,9 +57,15 @@ from nia_core.context import (
     replace,
 )
 from nia_core.context.source import LOADER_TIMEOUT
-from nia_core.errors import NiaError, RenderError
-from nia_core.plugin_host.discovery import ENTRY_POINT_GROUP, Selection, local_plugin_paths, register_imported
-from nia_core.plugin_host.fingerprint import DigestCache
+from nia_core.errors import NiaError, RenderError, escape_name
+from nia_core.plugin_host.discovery import (
+    ENTRY_POINT_GROUP,
+    Selection,
+    local_plugin_entry,
+    local_plugin_paths,
+    register_imported,
+)
+from nia_core.plugin_host.fingerprint import WATCHED_ENTRIES, DigestCache, TooMany
 from nia_core.plugin_host.importing import PluginRaised
 from nia_core.plugin_host.load import config_disabled, load_host, local_folders
 from nia_core.plugin_host.localimport import (
@@ -70,6 +83,9 @@ from nia_core.plugin_host.watch import ignored
 from nia_core.project.toml import ConfigError
 
 __all__ = ["Baseline", "DevSession", "ReloadError", "ReloadResult", "Unit"]
+
+UNCHECKED = "unchecked"
+"""The fingerprint of a unit too large to compare: equal to itself, so only a file event inside it reloads it."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +162,11 @@ class DevSession:
         compile_from_source(package.package for package in self.editable)
         self._lock = threading.RLock()
         self._digests = DigestCache()
+        self._notices: list[str] = []
+        self._unchecked: set[Path] = set()
+        """Plugin roots past :data:`WATCHED_ENTRIES`: reloaded at each file event inside them, never walked."""
+        self._crowded: dict[Path, dict[Path, str]] = {}
+        """Local folders past :data:`WATCHED_ENTRIES` entries -> their plugins (path -> name), kept from events."""
         self._config_fingerprint = self._digests.fingerprint(self.config_path)
         self._selection = self._read_selection()[0] or Selection.from_sources(environ=environ, flags=self.flags)
         self.units: dict[str, Unit] = {}
@@ -158,7 +179,7 @@ class DevSession:
             unit.active = tuple(n for n in unit.names if n in host.plugins and host.plugins[n].enabled)
             if unit.active:
                 early = (fingerprints or {}).get(unit.root)
-                unit.attempted = early or self._digests.fingerprint(unit.root)
+                unit.attempted = early or self._fingerprint(unit)
         self._bases = (*self.local_folders, *(package.root for package in self.editable))
         self._swap = Swap(host, view, self._entry_points, lambda: self._selection)
 
@@ -179,7 +200,10 @@ class DevSession:
         compile_from_source(package.package for package in editable)
         roots = [path for folder in local_folders(location, plugins_dirs) for _, path in local_plugin_paths(folder)]
         digests = DigestCache()
-        early = {root: digests.fingerprint(root) for root in [*roots, *(p.root for p in editable)]}
+        early: dict[Path, str] = {}
+        for root in [*roots, *(p.root for p in editable)]:
+            with contextlib.suppress(TooMany):  # the session says so, and follows it through file events
+                early[root] = digests.fingerprint(root, [WATCHED_ENTRIES])
         host = load_host(location, plugins_dirs=plugins_dirs, flags=flags, entry_points=entry_points, timeout=timeout)
         view = host.open(location)
         return cls(host, view, plugins_dirs=plugins_dirs, flags=flags, entry_points=eps, fingerprints=early)
@@ -274,7 +298,7 @@ class DevSession:
             plan = Plan()
             config_changed = self._refresh_config(changed, plan)
             if changed is None or any(self._in_local_folder(p) for p in changed):
-                self._refresh_local_units()
+                self._refresh_local_units(changed)
             self._apply(changed, config_changed, plan)
             if not (reobserve or config_changed or plan.attempts or plan.unloaded or plan.errors or plan.loaded):
                 return None
@@ -325,12 +349,63 @@ class DevSession:
             self._selection = selection
         return True
 
-    def _refresh_local_units(self) -> None:
+    def take_notices(self) -> list[str]:
+        """What the session has to say once (a folder too large to compare at every check), then forgets."""
+        with self._lock:
+            notices, self._notices = self._notices, []
+            return notices
+
+    def _fingerprint(self, unit: Unit) -> str:
+        """The unit's fingerprint; past :data:`WATCHED_ENTRIES` files and folders, a constant (said once)."""
+        if unit.root in self._unchecked:
+            return UNCHECKED
+        try:
+            return self._digests.fingerprint(unit.root, [WATCHED_ENTRIES])
+        except TooMany:
+            self._unchecked.add(unit.root)
+            self._notices.append(
+                f"plugin {unit.names[0]!r}: {escape_name(str(unit.root))} holds more than {WATCHED_ENTRIES:,} files "
+                "and folders, too many to compare at every check: it is reloaded at each file event inside it, "
+                "and full checks skip it"
+            )
+            return UNCHECKED
+
+    def _local_plugins(self, folder: Path, changed: set[Path] | None) -> list[tuple[str, Path]]:
+        """The plugins of a local folder; one of more than :data:`WATCHED_ENTRIES` entries is listed whole once,
+        then kept current from the changed paths (an entry, or a file of an entry: a package's ``__init__.py``)."""
+        known = self._crowded.get(folder)
+        if not folder.is_dir():
+            self._crowded.pop(folder, None)
+            return []
+        if known is None:
+            try:
+                with os.scandir(folder) as entries:
+                    crowded = sum(1 for _ in zip(entries, range(WATCHED_ENTRIES + 1), strict=False)) > WATCHED_ENTRIES
+            except OSError:
+                crowded = False
+            found = local_plugin_paths(folder)
+            if crowded:
+                self._crowded[folder] = {path: name for name, path in found}
+                self._notices.append(
+                    f"{escape_name(str(folder))} holds more than {WATCHED_ENTRIES:,} files and folders, too many to "
+                    "list at every check: a plugin added or removed there is seen through its file event alone"
+                )
+            return found
+        for path in changed or ():
+            entry = path if path.parent == folder else path.parent if path.parent.parent == folder else None
+            if entry is not None:
+                known.pop(entry, None)
+                plugin = local_plugin_entry(entry)
+                if plugin is not None:
+                    known[entry] = plugin[0]
+        return [(known[path], path) for path in sorted(known)]
+
+    def _refresh_local_units(self, changed: set[Path] | None = None) -> None:
         taken = {name for name, info in self.host.plugins.items() if info.origin != "local file"}
         taken |= set(self._entry_points)
         listing: dict[str, Path] = {}
         for folder in self.local_folders:
-            for name, path in local_plugin_paths(folder):
+            for name, path in self._local_plugins(folder, changed):
                 if name not in listing and name not in taken:
                     listing[name] = path
         for key in [k for k, unit in self.units.items() if unit.kind == "local" and unit.names[0] not in listing]:
@@ -373,8 +448,11 @@ class DevSession:
             touched = changed is None or any(unit.contains(p) for p in changed)
             if unit.attempted is not None and set(wanted) == set(unit.active) and not touched:
                 continue
-            current = self._digests.fingerprint(unit.root)
-            if unit.attempted == current and set(wanted) == set(unit.active):
+            current = self._fingerprint(unit)
+            told = (
+                current == UNCHECKED and changed is not None and touched
+            )  # an event inside a unit too large to compare
+            if unit.attempted == current and set(wanted) == set(unit.active) and not told:
                 continue
             plan.detected.append(unit.root)
             self._swap.import_unit(unit, wanted, current, plan)

@@ -33,16 +33,9 @@ from nia_core.context import Location
 from nia_core.errors import escape_name
 from nia_core.files import Signature, signature
 from nia_core.plugin_host.discovery import local_plugin_paths
-from nia_core.plugin_host.fingerprint import DigestCache, TooMany
+from nia_core.plugin_host.fingerprint import WATCHED_ENTRIES, DigestCache, TooMany
 from nia_core.plugin_host.load import local_folders
 from nia_core.plugin_host.localimport import PACKAGE, take_modules
-
-WATCHED_ENTRIES = 2_000
-"""Files and folders a resident checks, at every hook, in one project's plugin folders and editable plugin sources.
-
-A fresh process imports the plugins it finds and never walks the rest; a resident must compare every file
-that could change what they import, and walking costs about 15 ms per 1,000 entries. Past this, the project
-is answered in-process (what a hook costs without a resident), however large the folders a repository holds."""
 
 
 class TooLarge(Exception):

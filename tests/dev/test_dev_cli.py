@@ -256,3 +256,19 @@ def test_watchfiles_force_polling_is_honoured_and_ctrl_c_exits_0_in_json_mode(tm
         assert dev.event() == {"event": "stopped"}
     finally:
         dev.close()
+
+
+def test_a_plugin_too_large_to_compare_is_said_once_and_still_reloads_on_save(tmp_path):
+    init = tmp_path / "project" / ".nia" / "plugins" / "big" / "__init__.py"
+    write(init, plugin_source({"big/x": "1"}))
+    for number in range(2_001):
+        (init.parent / "vendored" / f"d{number // 100}" / f"e{number}").mkdir(parents=True)
+    dev = DevProcess(init.parents[3], tmp_path / "home")
+    try:
+        problem = dev.until(lambda event: event["event"] == "problem")
+        assert "'big'" in problem["message"] and "more than 2,000 files and folders" in problem["message"]
+        write(init, plugin_source({"big/x": "2"}))
+        assert changes(dev.until(about(init))) == [("updated", "big/x", "big/x is now 2")]
+        assert sum("more than 2,000" in line for line in dev.seen) == 1
+    finally:
+        dev.close()

@@ -268,3 +268,43 @@ def test_a_reload_that_takes_another_plugins_key_is_refused_from_either_side(pro
     [error] = session.reload([second]).errors
     assert error.plugin == "api_b"
     assert error.message.endswith("source key 'api/x' is already contributed by plugin 'api_a'")
+
+
+def _plant(folder, count):
+    for number in range(count):
+        (folder / f"d{number // 100}" / f"e{number}").mkdir(parents=True)
+
+
+def test_a_plugin_too_large_to_compare_is_said_once_then_reloaded_on_its_file_events(project):
+    init = plugins(project) / "big" / "__init__.py"
+    write(init, plugin_source({"big/x": "1"}))
+    _plant(init.parent / "vendored", 2_001)  # with their 21 parents: past the 2,000 a check may walk
+    session = open_session(project)
+    [notice] = session.take_notices()
+    assert notice.startswith(f"plugin 'big': {init.parent} holds more than 2,000 files and folders"), notice
+
+    write(init, plugin_source({"big/x": "2"}))
+    assert session.reload(None) is None  # a full check no longer walks it
+    result = session.reload([init])
+    assert result is not None and result.reloaded == ("big",)
+    assert isinstance(result.outcome, Updated) and result.outcome.text == "big/x is now 2"
+    assert session.take_notices() == []
+
+
+def test_a_local_folder_too_large_to_list_is_said_once_then_followed_through_file_events(project):
+    for number in range(2_001):  # side by side: the listing of the folder itself is what a check repeats
+        (plugins(project) / f"d{number}").mkdir()
+    write(plugins(project) / "api_one.py", plugin_source({"api/one": "1"}))
+    session = open_session(project)
+    [notice] = session.take_notices()
+    assert notice.startswith(f"{plugins(project)} holds more than 2,000 files and folders"), notice
+
+    added = plugins(project) / "api_two" / "__init__.py"
+    write(added, plugin_source({"api/two": "2"}))
+    assert session.reload(None) is None  # a full check no longer lists it
+    result = session.reload([added])
+    assert result is not None and result.loaded == ("api_two",)
+    added.unlink()
+    result = session.reload([added])
+    assert result is not None and result.unloaded == ("api_two",)
+    assert session.take_notices() == []
