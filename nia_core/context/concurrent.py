@@ -5,6 +5,9 @@ worker starts; whenever a call has run longer than :data:`SLOW_AFTER`, another
 worker starts beside it, so a slow call holds up only its own worker while fast
 calls pay for no thread contention. A call past its timeout is abandoned. Async calls share one event
 loop on its own thread. Used for loaders and for registry producers.
+
+Workers are kept between rounds (:mod:`nia_core.workers`): a boundary runs
+two rounds, and a resident process runs them at every hook.
 """
 
 from __future__ import annotations
@@ -16,10 +19,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NamedTuple
 
+import nia_core.workers as workers
 from nia_core.errors import message_of
 
 SLOW_AFTER = 0.02
 """Seconds a call may run before another worker is started beside it."""
+
 
 OutcomeStatus = Literal["ok", "error", "timeout"]
 _PLAIN_TYPES = frozenset({str, bytes, int, float, bool, tuple, list, dict, frozenset, type(None)})
@@ -119,7 +124,7 @@ class _Round:
 
     @staticmethod
     def start(target: Callable[[], None]) -> None:
-        threading.Thread(target=target, daemon=True, name="nia-concurrent").start()
+        workers.start(target, "nia-concurrent")
 
     def run(self) -> list[Outcome]:
         if self.sync_indexes:

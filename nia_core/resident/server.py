@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import importlib
 import io
 import json
@@ -180,12 +181,14 @@ class Resident:
     # -- serving ----------------------------------------------------------------------
 
     def serve(self, listener: socket.socket) -> None:
-        """Accept hooks until idle or asked to end; each connection on a thread of its own.
+        """Accept hooks until idle or asked to end; each connection on a thread of its own (kept between hooks).
 
         The loop sleeps in one ``poll`` on the socket and the wake-up pipe, with
         the idle time left as its timeout: an idle resident makes no system call.
         """
         import select
+
+        import nia_core.workers as workers
 
         idle = idle_seconds()
         listener.setblocking(False)
@@ -210,7 +213,7 @@ class Resident:
                 continue
             conn.setblocking(True)
             self.last = time.monotonic()
-            threading.Thread(target=self.connection, args=(conn,), name="nia-resident-hook", daemon=True).start()
+            workers.start(functools.partial(self.connection, conn), "nia-resident-hook")
         deadline = time.monotonic() + 30
         while self.active and time.monotonic() < deadline:
             time.sleep(0.05)  # the hooks being answered finish (bounded)

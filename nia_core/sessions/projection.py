@@ -25,10 +25,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
+from typing import TYPE_CHECKING
 
-from nia_core.model import Message, ModelRequest
+from nia_core.message import Message
 from nia_core.sessions.histories import Prefix
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
+
+if TYPE_CHECKING:
+    from nia_core.model import ModelRequest
 
 
 def project(session: SessionRecord, epoch: int | None, history: Iterable[Message]) -> list[Message]:
@@ -188,6 +192,8 @@ def _reset_turn(projected: list[Message], at: list[int]) -> tuple[list[Message],
 
 def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[Message]) -> ModelRequest:
     """The request for the next provider call, from durable state only (so a retry is byte-identical)."""
+    from nia_core.model import ModelRequest  # a turn's: a door that sends no request (an agent hook) never loads it
+
     return ModelRequest(
         session_id=session.id,
         model=session.model,

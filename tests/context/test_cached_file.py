@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from nia_core import StatCache
+from nia_core import StatCache, workers
 from nia_core.context import (
     UNAVAILABLE,
     ContextSource,
@@ -34,14 +35,15 @@ def _source(key: str, load: Any) -> ContextSource:
 
 @pytest.fixture
 def threads_started(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the worker threads handed a job (a new thread or one kept from an earlier round)."""
     started: list[str] = []
-    original = threading.Thread.start
+    original = workers.start
 
-    def start(self: threading.Thread) -> None:
-        started.append(self.name)
-        original(self)
+    def start(job: Callable[[], None], name: str) -> None:
+        started.append(name)
+        original(job, name)
 
-    monkeypatch.setattr(threading.Thread, "start", start)
+    monkeypatch.setattr(workers, "start", start)
     return started
 
 
