@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from nia_core.context import LOADER_TIMEOUT
 from nia_core.message import Message
@@ -41,7 +42,6 @@ from nia_core.sessions.epochs import (
     ensure_epoch,
     new_epoch,
 )
-from nia_core.sessions.projection import unsettled_tool_calls
 from nia_core.sessions.store import SessionState, Store
 from nia_core.sessions.store_errors import RevisionConflict
 
@@ -57,6 +57,21 @@ class AwaitingTools:
 
     def __str__(self) -> str:
         return f"session {self.session_id}: waiting for tool results: {', '.join(self.call_ids)}"
+
+
+def unsettled_tool_calls(history: Sequence[Message], pending: Sequence[Message] = ()) -> tuple[str, ...]:
+    """Ids of tool calls in the latest assistant message that have no result yet (``pending`` follows ``history``).
+
+    While there are any, this is not a safe boundary (:class:`AwaitingTools`).
+    Read from the end: a boundary looks at the tail, never the whole conversation.
+    """
+    answered: set[str | None] = set()
+    for message in chain(reversed(pending), reversed(history)):
+        if message.kind == "assistant":
+            return tuple(call.id for call in message.tool_calls if call.id not in answered)
+        if message.kind == "tool_result":
+            answered.add(message.tool_call_id)
+    return ()
 
 
 @dataclass(frozen=True)

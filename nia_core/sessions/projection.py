@@ -25,14 +25,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
-from typing import TYPE_CHECKING
 
 from nia_core.message import Message
+from nia_core.model import ModelRequest
 from nia_core.sessions.histories import Prefix
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
-
-if TYPE_CHECKING:
-    from nia_core.model import ModelRequest
 
 
 def project(session: SessionRecord, epoch: int | None, history: Iterable[Message]) -> list[Message]:
@@ -192,28 +189,12 @@ def _reset_turn(projected: list[Message], at: list[int]) -> tuple[list[Message],
 
 def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[Message]) -> ModelRequest:
     """The request for the next provider call, from durable state only (so a retry is byte-identical)."""
-    from nia_core.model import ModelRequest  # a turn's: a door that sends no request (an agent hook) never loads it
-
     return ModelRequest(
         session_id=session.id,
         model=session.model,
         baseline=epoch.baseline,
         messages=tuple(project(session, epoch.number, history)),
     )
-
-
-def unsettled_tool_calls(history: Sequence[Message], pending: Sequence[Message] = ()) -> tuple[str, ...]:
-    """Ids of tool calls in the latest assistant message that have no result yet (``pending`` follows ``history``).
-
-    Read from the end: a turn looks at its tail, never the whole conversation.
-    """
-    answered: set[str | None] = set()
-    for message in chain(reversed(pending), reversed(history)):
-        if message.kind == "assistant":
-            return tuple(call.id for call in message.tool_calls if call.id not in answered)
-        if message.kind == "tool_result":
-            answered.add(message.tool_call_id)
-    return ()
 
 
 def awaits_reply(history: Sequence[Message], pending: Sequence[Message] = ()) -> bool:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from nia_core.context import LOADER_TIMEOUT
 from nia_core.message import Message
 from nia_core.model import TOOLLESS_PROVIDERS, ModelRequest, Provider, ProviderError, Reply, StreamCallback
-from nia_core.sessions.boundary import AwaitingTools, Passed, pass_steps
+from nia_core.sessions.boundary import AwaitingTools, Passed, pass_steps, unsettled_tool_calls
 from nia_core.sessions.epochs import Admission, Blocked, ContextFor, Contexts
-from nia_core.sessions.projection import awaits_reply, build_request, unsettled_tool_calls
+from nia_core.sessions.projection import awaits_reply, build_request
 from nia_core.sessions.replies import ReplyRecord
 from nia_core.sessions.store import HistoryEntry, SessionView, Store
 from nia_core.sessions.store_errors import RefusedInput

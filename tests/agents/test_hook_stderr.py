@@ -116,6 +116,7 @@ def test_two_sys_paths_of_one_interpreter_do_not_evict_each_others_entry_point_c
 
 OTHER_DOORS = {
     "nia_core.sessions.turn",  # a session's model turn (nia session send, the workflows)
+    "nia_core.sessions.projection",  # the request a turn sends
     "nia_core.model",  # provider requests and replies, the provider table
     "nia_core.runtime.turn_report",  # a turn's report
     "nia_core.sessions.replacement",  # nia session compact / a model switch, applied now
