@@ -48,13 +48,13 @@ if TYPE_CHECKING:  # each public name, once: at run time nia_core.lazy reads the
     from nia_core.files import StatCache as StatCache
     from nia_core.markers import hookimpl as hookimpl
     from nia_core.markers import hookspec as hookspec
-    from nia_core.model import Message as Message
+    from nia_core.message import Message as Message
+    from nia_core.message import ToolCall as ToolCall
     from nia_core.model import ModelRequest as ModelRequest
     from nia_core.model import Provider as Provider
     from nia_core.model import ProviderError as ProviderError
     from nia_core.model import Reply as Reply
     from nia_core.model import StreamCallback as StreamCallback
-    from nia_core.model import ToolCall as ToolCall
     from nia_core.model import Usage as Usage
     from nia_core.model import split_model as split_model
     from nia_core.notices import warn_once as warn_once

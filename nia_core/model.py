@@ -1,72 +1,26 @@
-"""What one model call is: the durable messages, the request, the reply, and the provider that answers.
+"""What one model call is: the request, the reply, and the provider that answers.
 
-The store persists these messages, the boundary appends them, the providers
-lower them to a wire format. They live here, below ``sessions`` and
-``providers``, so that neither of those packages has to import the other.
+A session's turn builds the request from its durable messages
+(:mod:`nia_core.message`), the providers lower it to a wire format. These live
+here, below ``sessions`` and ``providers``, so that neither of those packages
+has to import the other; a door without a model call (the agent hooks) never
+imports this module.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from nia_core.errors import NiaError, UsageError
-
-MessageKind = Literal["user", "assistant", "tool_result", "system_update", "summary"]
-MESSAGE_KINDS: tuple[MessageKind, ...] = ("user", "assistant", "tool_result", "system_update", "summary")
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One entry of the durable history.
-
-    - ``user``: user input (``text``).
-    - ``assistant``: the model's reply; ``tool_calls`` when it asked for tools.
-    - ``tool_result``: the settled result of one tool call (``tool_call_id``).
-    - ``system_update``: a mid-conversation system message (the combined text).
-    - ``summary``: a compaction summary that stands for earlier history.
-    """
-
-    kind: MessageKind
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    is_error: bool = False
-    seq: int | None = None
-    """Position in the session's durable history (assigned by the store)."""
-    epoch: int | None = None
-    """The context epoch it was appended in (assigned by the store)."""
-    refused: bool = False
-    """An ``assistant`` reply the provider marked as a refusal that resets the turn: the projection
-    leaves it, and the user input it answered, out of every later request."""
-
-
-def tool_calls_json(calls: tuple[ToolCall, ...]) -> list[dict[str, Any]]:
-    return [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls]
-
-
-def message_content(message: Message) -> dict[str, Any]:
-    """A message's content as JSON-ready data, the one way: what the store keeps and ``--json`` shows.
-
-    ``text`` always; ``tool_calls``, ``tool_call_id`` and ``is_error`` only when set.
-    """
-    content: dict[str, Any] = {"text": message.text}
-    if message.tool_calls:
-        content["tool_calls"] = tool_calls_json(message.tool_calls)
-    if message.tool_call_id is not None:
-        content["tool_call_id"] = message.tool_call_id
-    if message.is_error:
-        content["is_error"] = True
-    return content
+from nia_core.message import MESSAGE_KINDS as MESSAGE_KINDS
+from nia_core.message import Message as Message
+from nia_core.message import MessageKind as MessageKind
+from nia_core.message import ToolCall as ToolCall
+from nia_core.message import message_content as message_content
+from nia_core.message import tool_calls_json as tool_calls_json
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_importing_nia_core_loads_the_engine_only():
         )
         or m in ("click", "http.client", "urllib.request", "sqlite3", "tomlkit")
     ]
-    assert "nia_core.context" in modules and "nia_core.model" in modules
+    assert "nia_core.context" in modules and "nia_core.message" in modules
     assert heavy == []
 
 

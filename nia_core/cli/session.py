@@ -40,9 +40,9 @@ from nia_core.sessions import (
     open_store,
     switch_model,
 )
-from nia_core.sessions.epochs import ReplaceOutcome
+from nia_core.sessions.listing import SessionActivity
+from nia_core.sessions.replacement import ReplaceOutcome
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.store import SessionActivity
 
 __all__ = ["BLOCKED_EXIT", "SessionBlocked", "SessionError", "opened", "session"]
 

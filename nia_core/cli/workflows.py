@@ -20,14 +20,8 @@ from nia_core.cli.textin import check_text, read_stdin, stdin_is_terminal
 from nia_core.context import Generation, Location, initialize
 from nia_core.errors import InitializationBlocked, NiaError, UsageError
 from nia_core.project import translog
-from nia_core.project.config import (
-    COMMANDS_FILE,
-    CommandsConfig,
-    Operation,
-    Target,
-    load_commands_config,
-    load_project_config,
-)
+from nia_core.project.commands_config import COMMANDS_FILE, CommandsConfig, Operation, Target, load_commands_config
+from nia_core.project.config import load_project_config
 from nia_core.project.toml import ConfigError, read_toml
 from nia_core.project.workflow import Workflow, assemble_workflow
 from nia_core.providers.names import canonical_model

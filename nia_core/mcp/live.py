@@ -25,7 +25,7 @@ from nia_core.mcp.view import ContextView, build_view
 from nia_core.plugin_host.follow import follow, live_roots, project_files
 from nia_core.plugin_host.reload import DevSession, ReloadResult
 from nia_core.plugin_host.watch import ChangeWatcher, WatchSettings
-from nia_core.project.config import COMMANDS_FILE
+from nia_core.project.commands_config import COMMANDS_FILE
 from nia_core.project.toml import MAX_CONFIG_BYTES
 from nia_core.runtime.runtime import Narrow, narrowed
 

@@ -9,7 +9,7 @@ from typing import Any
 from nia_core.context import LOADER_TIMEOUT, Location, SystemContext, initialize
 from nia_core.errors import UsageError
 from nia_core.mcp.limits import quoted
-from nia_core.project.config import load_commands_config
+from nia_core.project.commands_config import load_commands_config
 from nia_core.project.workflow import assemble_workflow
 
 

@@ -1,10 +1,12 @@
-"""``.nia/project.toml`` and ``.nia/commands.toml``, read with tomllib and validated.
+"""``.nia/project.toml``, read with tomllib and validated; the reader ``.nia/commands.toml`` shares.
 
 A wrong type, an unknown key or a missing value is a :class:`ConfigError`
 naming file, line and key path, e.g. ``.nia/commands.toml:14:
 [[workflows]][1].operations[0].context[2].path must be a string, not an
 integer``. Parsed files are cached by their ``stat`` signature, since plugins
-read ``project.toml`` at every safe boundary.
+read ``project.toml`` at every safe boundary. ``commands.toml``'s records (the
+workflows) are :mod:`nia_core.project.commands_config`'s: only the commands
+that run a workflow read them.
 """
 
 from __future__ import annotations
@@ -26,10 +28,8 @@ EntryKind = Literal["file", "directory"]
 PromptFormat = Literal["md", "xml"]
 FORMATS: tuple[PromptFormat, ...] = ("md", "xml")
 DEFAULT_KEEP_TRANSACTIONS = 50
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 PROJECT_FILE = "project.toml"
-COMMANDS_FILE = "commands.toml"
 
 
 @dataclass(frozen=True)
@@ -87,40 +87,6 @@ class ProjectConfig:
     """``[session] model``: the model of new sessions here, unless ``--model`` or ``NIA_MODEL`` says otherwise."""
 
 
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    description: str
-    task_prompt: str
-    user_input: bool
-    commit: bool
-    context: tuple[ContextEntry, ...]
-
-
-@dataclass(frozen=True)
-class Target:
-    """One ``[[workflows]]`` entry: a target such as ``issue`` or ``code``."""
-
-    name: str
-    description: str
-    role_prompt: str
-    task_prompt: str
-    context: tuple[ContextEntry, ...]
-    operations: tuple[Operation, ...]
-
-    def operation(self, name: str) -> Operation | None:
-        return next((op for op in self.operations if op.name == name), None)
-
-
-@dataclass(frozen=True)
-class CommandsConfig:
-    targets: tuple[Target, ...] = ()
-    exists: bool = False
-
-    def target(self, name: str) -> Target | None:
-        return next((t for t in self.targets if t.name == name), None)
-
-
 _TYPE_NAMES: dict[type, str] = {
     str: "a string",
     bool: "a boolean",
@@ -141,7 +107,7 @@ def _type_name(value: object) -> str:
 T = TypeVar("T")
 
 
-class _Reader:
+class TableReader:
     """Typed access to parsed TOML that reports errors with file, line and key path."""
 
     def __init__(self, display: str, short: str, text: str) -> None:
@@ -203,15 +169,6 @@ class _Reader:
             self.fail(where.key(name), f'must be {expected}, not "{value}"')
         return value
 
-    def name(self, table: dict[str, Any], key: str, where: KeyPath) -> str:
-        value = self.string(table, key, where, required=True)
-        if not NAME_PATTERN.fullmatch(value):
-            self.fail(
-                where.key(key),
-                f'"{value}" is not a command name: use lowercase letters, digits, "-" and "_"',
-            )
-        return value
-
     def entries(self, table: dict[str, Any], where: KeyPath) -> tuple[ContextEntry, ...]:
         if "context" not in table:
             return ()
@@ -227,7 +184,7 @@ class _Reader:
         return tuple(found)
 
 
-def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
+def _project(reader: TableReader, data: dict[str, Any]) -> ProjectConfig:
     root = KeyPath()
     info = ProjectInfo()
     context: tuple[ContextEntry, ...] = ()
@@ -298,52 +255,6 @@ def _project(reader: _Reader, data: dict[str, Any]) -> ProjectConfig:
     return ProjectConfig(info, context, commit, tuple(services), keep, exists=True, session_model=session_model)
 
 
-def _commands(reader: _Reader, data: dict[str, Any]) -> CommandsConfig:
-    root = KeyPath()
-    reader.table(data, root, ("workflows",))
-    targets: list[Target] = []
-    seen: dict[str, KeyPath] = {}
-    for where, item in reader.tables(data.get("workflows", []), root, "workflows"):
-        table = reader.table(
-            item, where, ("target", "description", "role_prompt", "task_prompt", "context", "operations")
-        )
-        name = reader.name(table, "target", where)
-        if name in seen:
-            reader.fail(where.key("target"), f'"{name}" is already defined by {seen[name]}')
-        seen[name] = where
-        operations: list[Operation] = []
-        names: dict[str, KeyPath] = {}
-        for op_where, op_item in reader.tables(table.get("operations", []), where, "operations"):
-            op = reader.table(
-                op_item, op_where, ("name", "description", "task_prompt", "user_input", "commit", "context")
-            )
-            op_name = reader.name(op, "name", op_where)
-            if op_name in names:
-                reader.fail(op_where.key("name"), f'"{op_name}" is already defined by {names[op_name]}')
-            names[op_name] = op_where
-            operations.append(
-                Operation(
-                    name=op_name,
-                    description=reader.string(op, "description", op_where),
-                    task_prompt=reader.string(op, "task_prompt", op_where),
-                    user_input=reader.get(op, "user_input", op_where, bool, False),
-                    commit=reader.get(op, "commit", op_where, bool, False),
-                    context=reader.entries(op, op_where),
-                )
-            )
-        targets.append(
-            Target(
-                name=name,
-                description=reader.string(table, "description", where),
-                role_prompt=reader.string(table, "role_prompt", where),
-                task_prompt=reader.string(table, "task_prompt", where),
-                context=reader.entries(table, where),
-                operations=tuple(operations),
-            )
-        )
-    return CommandsConfig(tuple(targets), exists=True)
-
-
 C = TypeVar("C")
 _cache: dict[tuple[str, str], tuple[Signature, Any]] = {}
 _parsed: dict[tuple[str, str], tuple[Signature, dict[str, Any] | ConfigError, str]] = {}
@@ -400,7 +311,7 @@ def project_tables(root: Path) -> dict[str, Any]:
     return read[1] if read is not None else {}
 
 
-def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], C], empty: C) -> C:
+def load_checked(root: Path, filename: str, build: Callable[[TableReader, dict[str, Any]], C], empty: C) -> C:
     path = root / ".nia" / filename
     read = _read(root, filename)
     if read is None:
@@ -409,7 +320,7 @@ def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], 
     cached = _cache.get((str(path), filename))
     if cached is not None and cached[0] == sig:
         return cached[1]  # type: ignore[no-any-return]  # built from these very bytes
-    config = build(_Reader(shown_path(path), filename, text), data)
+    config = build(TableReader(shown_path(path), filename, text), data)
     with _lock:
         _cache[(str(path), filename)] = (sig, config)
     return config
@@ -417,9 +328,4 @@ def _load(root: Path, filename: str, build: Callable[[_Reader, dict[str, Any]], 
 
 def load_project_config(root: Path) -> ProjectConfig:
     """The validated ``.nia/project.toml`` under ``root`` (an empty config when absent)."""
-    return _load(root, PROJECT_FILE, _project, ProjectConfig())
-
-
-def load_commands_config(root: Path) -> CommandsConfig:
-    """The validated ``.nia/commands.toml`` under ``root`` (no workflows when absent)."""
-    return _load(root, COMMANDS_FILE, _commands, CommandsConfig())
+    return load_checked(root, PROJECT_FILE, _project, ProjectConfig())

@@ -14,6 +14,7 @@ mode (the first load, so the user sees them) and become warnings otherwise
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import threading
@@ -47,6 +48,14 @@ The file limit bounds what a prompt holds, not what finding it costs: a tree of
 (past the plugins' 2 s deadline, so the project's context would be left out).
 5,000 is several times the folders a real project's documentation has, and
 lists in well under a second on a busy machine."""
+MAX_FOLDER_ENTRIES = 20_000
+"""Entries read from one folder at most: past it the folder's listing stops, said once.
+
+Listing in name order needs every name first; 100,000 names cost a tenth of a
+second to read and sort before any limit applies. A folder this large is not
+documentation: its listing is cut at this many entries, the first the file system
+returns (the same ones while the folder is unchanged), then sorted by name as any
+other folder's."""
 MAX_FILE_BYTES = 1024 * 1024
 EXCLUDED_DIRECTORIES = frozenset(
     {".git", ".nia", "node_modules", ".venv", "__pycache__", ".mypy_cache", "target", "dist", "build"}
@@ -321,7 +330,13 @@ class _Merger:
         keep = opener.keep(folder, fd)
         try:
             with os.scandir(fd if fd is not None else real_dir) as listing:
-                items = list(listing)
+                items = list(itertools.islice(listing, MAX_FOLDER_ENTRIES + 1))
+            if len(items) > MAX_FOLDER_ENTRIES:
+                del items[MAX_FOLDER_ENTRIES:]
+                self.warnings.append(
+                    f"Maximum folder size ({MAX_FOLDER_ENTRIES:,} entries) reached for folder {shown_dir} "
+                    f"({entry.origin})\n  Listed the first {MAX_FOLDER_ENTRIES:,} the file system returned, by name"
+                )
             names = tuple([item.name for item in items])
             order = _orders.get(real_dir)
             if order is None or order[0] != names:  # a listing that changed at all is sorted afresh

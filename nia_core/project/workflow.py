@@ -22,16 +22,8 @@ from typing import Any
 from nia_core.context import ContextSource, Location, SystemContext
 from nia_core.errors import UsageError
 from nia_core.notices import warn_once
-from nia_core.project.config import (
-    CommandsConfig,
-    ContextEntry,
-    Operation,
-    ProjectConfig,
-    PromptFormat,
-    Target,
-    load_commands_config,
-    load_project_config,
-)
+from nia_core.project.commands_config import CommandsConfig, Operation, Target, load_commands_config
+from nia_core.project.config import ContextEntry, ProjectConfig, PromptFormat, load_project_config
 from nia_core.project.merge import Merged, merge
 from nia_core.project.prompt import (
     CONTEXT_FILES,

@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # at run time __getattr__ imports on demand: a plugin host al
     from nia_core.runtime.attached import attached_id as attached_id
     from nia_core.runtime.reports import BoundaryReport as BoundaryReport
     from nia_core.runtime.reports import Outcome as Outcome
-    from nia_core.runtime.reports import TurnReport as TurnReport
     from nia_core.runtime.runtime import Runtime as Runtime
     from nia_core.runtime.runtime import Where as Where
+    from nia_core.runtime.turn_report import TurnReport as TurnReport
     from nia_core.sessions import Store as Store
     from nia_core.sessions import StoreError as StoreError
     from nia_core.sessions import open_store as open_store

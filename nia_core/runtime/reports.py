@@ -1,8 +1,9 @@
-"""What a boundary or a turn hands back to its door: the session layer's result, and its warnings as data.
+"""What a boundary hands back to its door: the session layer's result, and its warnings as data.
 
 Doors render these (the CLI prints, the hooks log, the MCP server answers);
 nothing here prints. A warning is one line that names its culprit (plugin,
-source key), collected while the boundary ran.
+source key), collected while the boundary ran. A turn's report, which speaks
+the provider's reply, is :mod:`nia_core.runtime.turn_report`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from nia_core.context import Change, Observation, SystemContext
 from nia_core.context.registry import Assembly
 from nia_core.errors import RenderError
 from nia_core.plugin_host import PluginHost
-from nia_core.sessions import Admission, Admitted, AwaitingTools, Blocked, Idle, Replied
+from nia_core.sessions import Admission, Admitted, AwaitingTools, Blocked
 
 Outcome = Literal["initialized", "updated", "unchanged", "replaced", "replacement-blocked", "blocked", "awaiting-tools"]
 """``initialized``: a new epoch started here (its baseline is the text). ``replacement-blocked``: a
@@ -69,22 +70,6 @@ class BoundaryReport:
     @property
     def epoch(self) -> int | None:
         return self.result.epoch if isinstance(self.result, Admitted) else None
-
-
-@dataclass(frozen=True)
-class TurnReport:
-    """One turn: the boundary, the provider call and the stored reply (see :meth:`Runtime.turn`)."""
-
-    result: Replied | Blocked | AwaitingTools | Idle
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def reply(self) -> str | None:
-        return self.result.reply.text if isinstance(self.result, Replied) else None
-
-    @property
-    def admission(self) -> Admission | None:
-        return self.result.boundary.admission if isinstance(self.result, Replied) else None
 
 
 @dataclass

@@ -25,7 +25,8 @@ if TYPE_CHECKING:  # imported on use: the agent hooks and MCP call no provider, 
     from nia_core.providers.lookup import ProviderLookup
 
     # ... and a plugin host alone (``nia --help`` listing plugin commands) needs no store or sessions code
-    from nia_core.runtime.reports import BoundaryReport, TurnReport, Watch
+    from nia_core.runtime.reports import BoundaryReport, Watch
+    from nia_core.runtime.turn_report import TurnReport
     from nia_core.sessions import ContextFor, Message, SessionRecord, Store, Summarizer
 
 Where = Location | str | os.PathLike[str] | None
@@ -274,7 +275,8 @@ class Runtime:
         if providers is None:
             providers = self.providers(record.location)
         providers.check(record.model)
-        from nia_core.runtime.reports import TurnReport, Watch
+        from nia_core.runtime.reports import Watch
+        from nia_core.runtime.turn_report import TurnReport
         from nia_core.sessions import Replied, run_turn
 
         watch = Watch()

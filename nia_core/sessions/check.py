@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from nia_core.model import Message
-from nia_core.sessions.boundary import owed_answers
-from nia_core.sessions.projection import misplaced_input, unsettled_tool_calls
+from nia_core.message import Message
+from nia_core.sessions.boundary import unsettled_tool_calls
+from nia_core.sessions.projection import misplaced_input
 from nia_core.sessions.store import HistoryEntry, Store
 from nia_core.sessions.store_errors import CorruptRecord, StoreError
+from nia_core.sessions.turn import owed_answers
 
 
 def session_problems(store: Store, session_id: str, *, distinct_inputs: bool = False) -> list[str]:

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 
 from nia_core.context import LOADER_TIMEOUT
 from nia_core.errors import UsageError
-from nia_core.model import Message
-from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
+from nia_core.message import Message
+from nia_core.sessions.epochs import Contexts
 from nia_core.sessions.projection import project
+from nia_core.sessions.replacement import ReplaceOutcome, replace_now
 from nia_core.sessions.store import PendingCompaction, Store
 
 Summarizer = Callable[[Sequence[Message]], str]

@@ -34,7 +34,7 @@ from nia_core.context import (
     replace,
 )
 from nia_core.errors import InitializationBlocked
-from nia_core.model import Message
+from nia_core.message import Message
 from nia_core.sessions.store import Segments, SessionState, Store
 from nia_core.sessions.store_errors import RevisionConflict, StoreError
 
@@ -278,47 +278,4 @@ def admit_changes(
             )
             return admission, moved_on
         return Admission("unchanged", observations=result.observations), moved_on
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-@dataclass(frozen=True)
-class Replaced:
-    session_id: str
-    reason: str
-
-
-@dataclass(frozen=True)
-class Deferred:
-    """Nothing to replace now: the session has no active epoch, so its next initialization applies the request."""
-
-    session_id: str
-    reason: str
-
-
-ReplaceOutcome = Replaced | Deferred | Blocked
-
-
-def replace_now(
-    store: Store, session_id: str, contexts: Contexts, *, timeout: float = LOADER_TIMEOUT
-) -> ReplaceOutcome:
-    """Apply a requested replacement (compaction, model switch) now, unless an admitted source is unavailable.
-
-    When blocked, the request stays stored and the next boundary retries it;
-    the old baseline and its updates stay in force meanwhile.
-    """
-    for _ in attempts(session_id):
-        state = store.state(session_id)
-        wanted = replacement_wanted(state)
-        if state.epoch is None:
-            return Deferred(session_id, "applied when the session next initializes its context")
-        if not wanted:
-            return Replaced(session_id, "already applied")
-        result = replace(contexts.at(state.session.location), state.epoch.snapshot, timeout=timeout)
-        if isinstance(result, ReplacementBlocked):
-            return Blocked(session_id, result.keys, f"the fresh baseline for the {wanted.kind}")
-        try:
-            start(store, state, result.generation, str(wanted))
-        except RevisionConflict:
-            continue
-        return Replaced(session_id, str(wanted))
     raise AssertionError("unreachable")  # pragma: no cover

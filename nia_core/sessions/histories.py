@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import TypeVar, overload
 
-from nia_core.model import Message
+from nia_core.message import Message
 from nia_core.sessions.store import HistoryEntry
 
 T = TypeVar("T")

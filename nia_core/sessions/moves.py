@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from nia_core.context import LOADER_TIMEOUT
 from nia_core.model import split_model
-from nia_core.sessions.epochs import Contexts, ReplaceOutcome, replace_now
+from nia_core.sessions.epochs import Contexts
+from nia_core.sessions.replacement import ReplaceOutcome, replace_now
 from nia_core.sessions.store import SessionRecord, Store
 
 

@@ -53,7 +53,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from nia_core.context import Snapshot
-from nia_core.model import MESSAGE_KINDS, Message
+from nia_core.message import MESSAGE_KINDS, Message
 from nia_core.sessions.postgres_held import Asked, Held, NeedTexts, Stale
 from nia_core.sessions.postgres_schema import (
     MIGRATIONS,
@@ -73,14 +73,11 @@ from nia_core.sessions.postgres_tx import (
 )
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
-    ACTIVITY_QUERY,
-    activity,
     after_prefix,
     compaction_json,
     content_id,
     epoch_columns,
     epoch_from_row,
-    listing,
     message_body,
     now,
     pending_message,
@@ -93,8 +90,6 @@ from nia_core.sessions.store import (
     EpochRecord,
     HistoryEntry,
     PendingCompaction,
-    SessionActivity,
-    SessionListing,
     SessionRecord,
     SessionState,
     SessionView,
@@ -112,6 +107,8 @@ from nia_core.sessions.store_errors import (
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
+
+    from nia_core.sessions.listing import SessionActivity, SessionListing
 
 T = TypeVar("T")
 
@@ -343,12 +340,16 @@ class PostgresStore(Transactions, Store):
         return pick_session(prefix, self._run(None, "look up the session", work, write=False), self.url)
 
     def list_sessions(self) -> SessionListing:
+        from nia_core.sessions.listing import listing
+
         def work(tx: _Tx) -> SessionListing:
             return listing(tx.all(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id"))
 
         return self._run(None, "list the sessions", work, write=False)
 
     def activity(self) -> dict[str, SessionActivity]:
+        from nia_core.sessions.listing import ACTIVITY_QUERY, activity
+
         return self._run(None, "read the sessions' activity", lambda tx: activity(tx.all(ACTIVITY_QUERY)), write=False)
 
     def delete_session(self, session_id: str) -> None:

@@ -26,7 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
 
-from nia_core.model import Message, ModelRequest
+from nia_core.message import Message
+from nia_core.model import ModelRequest
 from nia_core.sessions.histories import Prefix
 from nia_core.sessions.store import ActiveEpoch, SessionRecord
 
@@ -194,20 +195,6 @@ def build_request(session: SessionRecord, epoch: ActiveEpoch, history: Sequence[
         baseline=epoch.baseline,
         messages=tuple(project(session, epoch.number, history)),
     )
-
-
-def unsettled_tool_calls(history: Sequence[Message], pending: Sequence[Message] = ()) -> tuple[str, ...]:
-    """Ids of tool calls in the latest assistant message that have no result yet (``pending`` follows ``history``).
-
-    Read from the end: a turn looks at its tail, never the whole conversation.
-    """
-    answered: set[str | None] = set()
-    for message in chain(reversed(pending), reversed(history)):
-        if message.kind == "assistant":
-            return tuple(call.id for call in message.tool_calls if call.id not in answered)
-        if message.kind == "tool_result":
-            answered.add(message.tool_call_id)
-    return ()
 
 
 def awaits_reply(history: Sequence[Message], pending: Sequence[Message] = ()) -> bool:

@@ -10,10 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nia_core.model import Message, Reply, Usage
+from nia_core.message import Message
 from nia_core.sessions.store_errors import CorruptRecord
+
+if TYPE_CHECKING:  # a model call's types: a door that reads no stored reply (an agent hook) never loads them
+    from nia_core.model import Reply, Usage
 
 USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens")
 
@@ -82,6 +85,8 @@ def decode_reply(session_id: str, where: str, text: Any) -> ReplyRecord | None:
             raise ValueError("usage is neither an object nor null")
         usage = None
         if stored is not None:
+            from nia_core.model import Usage
+
             counts = {name: stored.get(name, 0) for name in USAGE_FIELDS}
             for name, value in counts.items():
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:

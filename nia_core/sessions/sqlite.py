@@ -20,15 +20,13 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nia_core.context import Snapshot
-from nia_core.model import Message
+from nia_core.message import Message
 from nia_core.sessions.histories import Histories
 from nia_core.sessions.replies import ReplyRecord, encode_reply, with_record
 from nia_core.sessions.serialize import (
-    ACTIVITY_QUERY,
-    activity,
     after_prefix,
     baseline_from_texts,
     compaction_json,
@@ -37,7 +35,6 @@ from nia_core.sessions.serialize import (
     epoch_from_row,
     history_entry,
     joined_id,
-    listing,
     manifest_ids,
     message_body,
     now,
@@ -55,8 +52,6 @@ from nia_core.sessions.store import (
     HistoryEntry,
     PendingCompaction,
     Segments,
-    SessionActivity,
-    SessionListing,
     SessionRecord,
     SessionState,
     SessionView,
@@ -73,6 +68,9 @@ from nia_core.sessions.store_errors import (
     UnknownSession,
     not_utf8,
 )
+
+if TYPE_CHECKING:  # a listing is `nia session ls`'s: imported when asked for
+    from nia_core.sessions.listing import SessionActivity, SessionListing
 
 log = logging.getLogger("nia.store")
 
@@ -558,11 +556,15 @@ class SQLiteStore(Store):
         return pick_session(prefix, [str(row[0]) for row in rows], str(self.path))
 
     def list_sessions(self) -> SessionListing:
+        from nia_core.sessions.listing import listing
+
         with self._read(None, "list the sessions") as conn:
             rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY created, id").fetchall()
         return listing(rows)
 
     def activity(self) -> dict[str, SessionActivity]:
+        from nia_core.sessions.listing import ACTIVITY_QUERY, activity
+
         with self._read(None, "read the sessions' activity") as conn:
             return activity(conn.execute(ACTIVITY_QUERY).fetchall())
 

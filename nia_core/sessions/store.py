@@ -29,12 +29,15 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 from nia_core.context import Snapshot
-from nia_core.model import Message
+from nia_core.message import Message
 from nia_core.sessions.replies import ReplyRecord
-from nia_core.sessions.store_errors import CorruptRecord, RevisionConflict, StoreError
+from nia_core.sessions.store_errors import RevisionConflict, StoreError
+
+if TYPE_CHECKING:  # what `nia session ls` reads: a boundary never lists sessions
+    from nia_core.sessions.listing import SessionActivity, SessionListing
 
 __all__ = [
     "ActiveEpoch",
@@ -194,23 +197,6 @@ class SessionView:
     def __post_init__(self) -> None:
         if len(self.messages) != len(self.history):
             object.__setattr__(self, "messages", tuple(entry.message for entry in self.history))
-
-
-@dataclass(frozen=True)
-class SessionActivity:
-    """How much a session holds and when it last changed, for listing and pruning."""
-
-    messages: int
-    last_activity: str
-    """ISO-8601 UTC: the newest of its creation, messages, epochs and pending input."""
-
-
-@dataclass(frozen=True)
-class SessionListing:
-    """The sessions that read, and one :class:`CorruptRecord` (naming its session) per damaged row."""
-
-    sessions: tuple[SessionRecord, ...]
-    damaged: tuple[CorruptRecord, ...] = ()
 
 
 class Store(abc.ABC):

@@ -1,4 +1,5 @@
-"""The agent hook as its own process: what it says on stderr (``nia:`` lines, ``NIA_DEBUG``), its entry-point cache."""
+"""The agent hook as its own process: what it says on stderr (``nia:`` lines, ``NIA_DEBUG``), its entry-point cache,
+what it imports."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 PROBE = """\
-import sys
+import sys, atexit, os
+if os.environ.get("SHOW_MODULES"):
+    atexit.register(lambda: sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n"))
 sys.argv = ["nia", "hook", "claude-code"]
 from nia_core.cli import main
 main()
@@ -109,3 +112,22 @@ def test_two_sys_paths_of_one_interpreter_do_not_evict_each_others_entry_point_c
     assert scanned == [True, True, False, False, False, False]
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "nia"
     assert len(list(cache.glob("entry-points-*.json"))) == 2
+
+
+OTHER_DOORS = {
+    "nia_core.sessions.turn",  # a session's model turn (nia session send, the workflows)
+    "nia_core.sessions.projection",  # the request a turn sends
+    "nia_core.model",  # provider requests and replies, the provider table
+    "nia_core.runtime.turn_report",  # a turn's report
+    "nia_core.sessions.replacement",  # nia session compact / a model switch, applied now
+    "nia_core.sessions.listing",  # nia session ls
+    "nia_core.project.commands_config",  # commands.toml's workflows
+}
+
+
+def test_an_unchanged_prompt_answered_in_process_imports_no_module_of_another_door(project, probe):
+    """The hook defines only the types a hook can use: every class it imports costs each prompt its creation."""
+    hook_process(project, probe, "SessionStart", "startup")
+    hook_process(project, probe, "UserPromptSubmit")  # the entry-point cache is written by now
+    err = hook_process(project, probe, "UserPromptSubmit", SHOW_MODULES="1").stderr
+    assert set(err.rpartition("\nMODULES ")[2].split()) & OTHER_DOORS == set()

@@ -83,7 +83,7 @@ def test_a_key_with_a_trailing_newline_is_refused(key: str) -> None:
 
 def test_other_identifiers_use_whole_string_matches() -> None:
     from nia_core.plugin_template import NAME_PATTERN
-    from nia_core.project.config import NAME_PATTERN as TARGET_NAME
+    from nia_core.project.commands_config import NAME_PATTERN as TARGET_NAME
     from nia_core.providers.lookup import NAME as PROVIDER_NAME
 
     for pattern, good in ((NAME_PATTERN, "my-plugin"), (TARGET_NAME, "issue"), (PROVIDER_NAME, "openai")):
@@ -92,7 +92,7 @@ def test_other_identifiers_use_whole_string_matches() -> None:
 
 
 def test_a_workflow_target_name_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
-    from nia_core.project.config import load_commands_config
+    from nia_core.project.commands_config import load_commands_config
     from nia_core.project.toml import ConfigError
 
     (tmp_path / ".nia").mkdir()

@@ -5,12 +5,8 @@ from __future__ import annotations
 import pytest
 
 from nia_core.errors import UsageError
-from nia_core.project.config import (
-    CommitConfig,
-    ContextEntry,
-    load_commands_config,
-    load_project_config,
-)
+from nia_core.project.commands_config import load_commands_config
+from nia_core.project.config import CommitConfig, ContextEntry, load_project_config
 from nia_core.project.keypath import KeyLines, KeyPath
 from nia_core.project.toml import ConfigError
 from tests.project.helpers import project, run

@@ -23,7 +23,7 @@ from nia_core.context import initialize
 from nia_core.errors import InitializationBlocked
 from nia_core.files import Refused, StatCache, read_checked
 from nia_core.project import locate, toml
-from nia_core.project.merge import MAX_FILE_BYTES, MAX_FOLDERS
+from nia_core.project.merge import MAX_FILE_BYTES, MAX_FOLDER_ENTRIES, MAX_FOLDERS
 from nia_core.project.toml import ConfigError, parse_toml
 from nia_core.project.workflow import assemble_workflow
 from tests.project.helpers import project, run
@@ -323,6 +323,27 @@ def test_a_tree_of_more_empty_folders_than_the_limit_is_walked_only_to_the_limit
         "(project.toml [[project.context]][0])\n  Skipped remaining folders\n"
     )
     assert result.stderr.count(warning) == 1, result.stderr
+
+
+def test_a_folder_of_more_entries_than_are_read_is_cut_once_the_same_way_each_time(tmp_path):
+    root = project(
+        tmp_path,
+        project_toml='[project]\nname = "wide"\n[[project.context]]\ntype = "directory"\npath = "wide"\n',
+    )
+    (root / "wide").mkdir()
+    for index in range(MAX_FOLDER_ENTRIES + 1):  # one entry past what is read of one folder
+        os.mkdir(root / "wide" / f"d{index:06d}")
+    for index in range(3):
+        (root / "wide" / f"d{index * 7_919:06d}" / "note.md").write_text(f"NOTE-{index}\n")
+    first = run(root, "context", "show")
+    assert first.exit_code == 0, first.output
+    cut = (
+        f"Warning: Maximum folder size ({MAX_FOLDER_ENTRIES:,} entries) reached for folder wide/ "
+        f"(project.toml [[project.context]][0])\n  Listed the first {MAX_FOLDER_ENTRIES:,} the file system returned"
+    )
+    assert first.stderr.count(cut) == 1, first.stderr
+    assert first.stderr.count("Maximum folder limit") == 1, first.stderr
+    assert run(root, "context", "show").stdout == first.stdout
 
 
 NESTED = {
