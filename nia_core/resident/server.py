@@ -5,7 +5,8 @@ hook's environment, working directory and ``sys.path``, and serves every hook
 whose scope (:mod:`nia_core.resident.scope`) is the same as its own. Each hook
 goes through the door every hook goes through, :func:`nia_core.agents.answer.run`,
 on one :class:`~nia_core.runtime.Runtime` kept warm between hooks, with the
-store the hook would open itself; what it prints (stdout, and stderr with the
+store the hook would open itself (kept open between hooks while it is the same
+database at nia's schema: :meth:`Resident.kept_store`); what it prints (stdout, and stderr with the
 plugins' own output) is sent back for the client to print.
 
 Hooks are answered one at a time (the process's environment and standard
@@ -42,7 +43,11 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nia_core.sessions import Store
 
 IDLE = 1800.0
 """Seconds without a hook after which a resident process ends (``NIA_RESIDENT_IDLE``)."""
@@ -88,6 +93,8 @@ class Resident:
         """The process's own streams, which every hook starts with (a plugin may replace them)."""
         self.wake = os.pipe()
         """Written to by :meth:`end`: the accept loop wakes up without polling."""
+        self.store: Store | None = None
+        """The store hooks use, kept open between them while :meth:`Store.still_current` says it may be."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -101,12 +108,11 @@ class Resident:
     def warm(self) -> None:
         """Load what every hook needs before the first one arrives: the host of this folder's project, the store."""
         from nia_core.agents import ADAPTERS
-        from nia_core.sessions import open_store
 
         for module in ADAPTERS.values():
             importlib.import_module(module)
         importlib.import_module("nia_core.agents.answer")
-        with contextlib.suppress(Exception), open_store():  # one that cannot open now is the first hook's to report
+        with contextlib.suppress(Exception), self.kept_store():  # one that cannot open is the first hook's to report
             pass
         try:
             location = self.runtime.locate(os.getcwd())
@@ -122,6 +128,34 @@ class Resident:
             host, view = self.runtime.open(location)
             host.assemble(view)
         self.freshness.remember_code()
+
+    @contextlib.contextmanager
+    def kept_store(self) -> Iterator[Store]:
+        """The store a hook uses (opened as the hook's own process would open it), kept open for the next hook.
+
+        Opening a SQLite store (connect, pragmas, the schema check) cost about
+        as much as the rest of an unchanged prompt. Before each hook the kept
+        one is checked (:meth:`Store.still_current`: the same file, nia's
+        schema); one that fails the check, or a hook that raised through it,
+        closes it, and the next hook opens the store anew.
+        """
+        from nia_core.sessions import open_store
+
+        if self.store is not None and not self.store.still_current():
+            self.close_store()
+        if self.store is None:
+            self.store = open_store()
+        try:
+            yield self.store
+        except BaseException:
+            self.close_store()
+            raise
+
+    def close_store(self) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.close()
 
     def rebuild(self) -> None:
         """Drop the runtime (hosts, views, local and editable plugin modules): the next hook loads them afresh."""
@@ -318,7 +352,8 @@ class Resident:
         record_logged()  # this hook's warnings, said once each, as in a hook's own process
         with stdio.captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
-                result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
+                caller = door.caller(parent)  # the hook's parent, not this process's
+                result = run(door, data, self.runtime, caller, self.kept_store)
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
@@ -514,6 +549,7 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
             os.unlink(metadata_path(place, key))
         with contextlib.suppress(Exception):
             resident.runtime.close()
+        resident.close_store()
 
 
 def _listen(resident: Resident) -> socket.socket | None:

@@ -314,6 +314,20 @@ def test_a_change_to_nias_own_code_ends_the_resident(world):
     world.gone(resident["pid"])
 
 
+def test_a_database_replaced_between_hooks_is_the_one_the_next_hook_uses(world):
+    """The resident keeps its store open between hooks, but never past the file it opened being replaced."""
+    world.started()
+    assert "ACME-RULE: one" in world.text(world.run("s", "SessionStart", "startup"))
+    assert world.text(world.run("s", "UserPromptSubmit")) is None
+    db = Path(os.environ["XDG_DATA_HOME"]) / "nia" / "nia.db"
+    for path in db.parent.glob("nia.db*"):
+        path.rename(path.with_name("old-" + path.name))  # a user moving the database away while agents run
+    again = world.run("s", "UserPromptSubmit")
+    assert "ACME-RULE: one" in world.text(again)  # a new database: the conversation starts a new epoch in it
+    assert world.log()[-1]["answered_by"] == "resident"
+    assert db.exists()
+
+
 # -- switches, visibility, lifetime ------------------------------------------------------------------
 
 
