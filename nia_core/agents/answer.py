@@ -508,8 +508,10 @@ def log_to_stderr() -> None:
 
     logger = logging.getLogger("nia")
     if not logger.handlers:
+        from nia_core.tracebacks import CheckedFormatter
+
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("nia: %(message)s"))
+        handler.setFormatter(CheckedFormatter("nia: %(message)s"))  # NIA_DEBUG's tracebacks: lines read checked
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False

@@ -451,7 +451,7 @@ def main(argv: list[str], listed: int | None = None) -> None:
         return  # another resident of this scope is running (or starting)
     _closed_in_children(lock)
     try:
-        _log_to(os.path.join(place, key + ".log"))
+        _log_to(place, key + ".log")
         _starting(place, key, found, options)
         if listed is not None:
             with contextlib.suppress(OSError):
@@ -517,12 +517,49 @@ def _lock(path: str) -> int | None:
     return fd
 
 
-def _log_to(path: str) -> None:
-    """nia's own stderr outside hooks (a crash, a background plugin's output) goes to the resident's log file."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.dup2(fd, 2)
-        os.close(fd)
+LOG_LIMIT = 1 << 20
+"""Bytes the resident's log holds at most: past it the older half is dropped (a plugin printing all day)."""
+DROPPED = f"(earlier lines dropped: the log keeps its last {LOG_LIMIT // 2 // 1024} KiB)\n".encode()
+
+
+def _log_to(place: str, name: str) -> None:
+    """nia's own stderr outside hooks (a crash, a background plugin's output) goes to the resident's log file.
+
+    Through a pipe, drained by a thread into ``place/name`` with the checked writer for nia's own files
+    (a link, a FIFO or another user's file there is never written through), and kept under
+    :data:`LOG_LIMIT`: the newest half is kept, from a line's start. What cannot be written is dropped,
+    never left to fill the pipe (a full pipe would block every write to stderr).
+    """
+    from nia_core.files import append_private, read_private_end, write_private
+
+    try:
+        write_private(place, name, b"")  # each resident's log starts empty
+        readable, writable = os.pipe()
+        os.dup2(writable, 2)
+        os.close(writable)
+    except OSError:
+        return
+    _closed_in_children(readable)
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(readable, 1 << 16)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            try:
+                if append_private(place, name, data) > LOG_LIMIT:
+                    kept = read_private_end(place, name, LOG_LIMIT // 2)
+                    kept = kept[kept.find(b"\n") + 1 :] if b"\n" in kept else kept
+                    write_private(place, name, DROPPED + kept)
+            except OSError:
+                continue
+
+    threading.Thread(target=drain, name="nia-resident-log", daemon=True).start()
 
 
 def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
