@@ -203,7 +203,10 @@ class Resident:
 
         The working directory, ``sys.path``, the umask (part of the scope), the
         standard streams and ``sys.argv`` (the hook's own) are set anew; the
-        environment is set by :func:`_environment`.
+        environment is set by :func:`_environment`, before. The C library's
+        time zone is read again from it (``tzset``): a plugin that set ``TZ``
+        and called ``tzset`` would otherwise leave its zone to later hooks, and
+        a changed ``/etc/localtime`` (a laptop that travelled) would never be seen.
         """
         with contextlib.suppress(OSError):
             os.chdir(self.scope["cwd"])  # also when the folder was replaced by another of that name
@@ -211,6 +214,7 @@ class Resident:
         os.umask(self.scope["umask"])
         sys.stdin, sys.stdout, sys.stderr = self.streams
         sys.argv[:] = argv
+        time.tzset()
 
     # -- serving ----------------------------------------------------------------------
 

@@ -68,6 +68,39 @@ def test_what_a_plugin_changes_in_the_process_does_not_reach_the_next_hook(world
     assert all("MEDDLER-WAS-HERE" in done.stderr for done in [here, *runs])
 
 
+TRAVELLER = """
+import os, time
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+LOG = Path(__file__).resolve().parents[2] / "zones.log"
+
+def zone():
+    with open(LOG, "a") as handle:
+        handle.write(time.strftime("%Z %z") + "\\n")
+    os.environ["TZ"] = "Pacific/Kiritimati"  # +14: no test machine is there
+    time.tzset()
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="traveller/x", load=zone, baseline=lambda v: "TRAVELLED")]
+"""
+
+
+def test_a_time_zone_a_plugin_set_does_not_reach_the_next_hook(world):
+    """The C library keeps the zone of the last ``tzset``: each hook's starts from its own environment's, as a new
+    process's would (the same call also sees a changed ``/etc/localtime``)."""
+    (world.plugins / "traveller.py").write_text(TRAVELLER)
+    world.started()
+    here = world.run("in", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+    runs = [world.run(session, "SessionStart", "startup") for session in ("a", "b")]
+    assert "TRAVELLED" in (world.text(here) or "") and all("TRAVELLED" in (world.text(r) or "") for r in runs)
+    assert [e["answered_by"] for e in world.log()][-3:] == ["in-process", "resident", "resident"]
+    zones = (world.root / "zones.log").read_text().splitlines()
+    assert zones[-3:] == [zones[-3]] * 3 and "+1400" not in zones[-3]
+
+
 def test_a_hook_gets_a_resident_of_its_own_umask_whatever_a_plugin_set_before_it_started_one(world):
     """The umask decides the mode of every file a hook creates: it is part of the scope, and the resident a hook
     starts after answering in-process has the hook's umask, not the one a plugin left."""
