@@ -13,6 +13,7 @@ damaged file is a cache miss, never an error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -41,7 +42,9 @@ def _own_folder() -> str:
     """:func:`cache_folder`, once per process made writable by its owner only if an earlier nia left it writable
     by its group (a plain ``mkdir`` under a ``002`` umask): else every cache would be ignored for good.
 
-    A folder anyone may write to is not what such a ``mkdir`` makes: it is left as it is, and ignored.
+    What the folder held then is removed, not trusted: a cache decides which modules nia imports, and any
+    file in it may have been planted while others could write there. A folder anyone may write to is not
+    what such a ``mkdir`` makes: it is left as it is, and ignored.
     """
     folder = cache_folder()
     if folder not in _TIGHTENED:
@@ -52,7 +55,30 @@ def _own_folder() -> str:
             return folder
         if mode & stat.S_IWGRP and not mode & stat.S_IWOTH:
             tighten_own_folder(folder)  # only a folder of the current user's, reached without a link
+            _forget_planted(folder, stat.S_IMODE(mode))
     return folder
+
+
+def _forget_planted(folder: str, mode: int) -> None:
+    try:
+        fd = open_private_folder(folder)  # refused unless the folder is now the current user's alone
+    except OSError:
+        return
+    try:
+        for name in os.listdir(fd):
+            if name.endswith(".json"):
+                log.debug(
+                    "cache file %s ignored: the folder was writable by other users (mode %o); now %o, the file removed",
+                    os.path.join(folder, name),
+                    mode,
+                    mode & ~0o022,
+                )
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
 
 
 def cache_enabled() -> bool:
