@@ -101,6 +101,34 @@ def test_a_time_zone_a_plugin_set_does_not_reach_the_next_hook(world):
     assert zones[-3:] == [zones[-3]] * 3 and "+1400" not in zones[-3]
 
 
+CHATTY = """
+import os, sys
+from nia_core import ContextSource, hookimpl
+
+def load():
+    chunk = "chatter " * 8192 + "\\n"
+    for _ in range(48):  # 3 MiB, to the streams and straight to the descriptors
+        sys.stderr.write(chunk)
+        os.write(1, chunk.encode())
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="chatty/x", load=load, baseline=lambda v: "CHATTY-DONE")]
+"""
+
+
+@pytest.mark.parametrize("resident", ["1", "0"])
+def test_a_plugin_printing_megabytes_passes_on_its_start_and_end_and_the_answer_is_whole(world, resident):
+    (world.plugins / "chatty.py").write_text(CHATTY)
+    if resident == "1":
+        world.started()
+    done = world.run("s", "SessionStart", "startup", env={"NIA_RESIDENT": resident})
+    assert "CHATTY-DONE" in (world.text(done) or "")
+    assert world.log()[-1]["answered_by"] == ("resident" if resident == "1" else "in-process")
+    assert len(done.stderr.encode()) < 1.1 * 2**20 and "bytes of output left out here]" in done.stderr
+
+
 def test_a_hook_gets_a_resident_of_its_own_umask_whatever_a_plugin_set_before_it_started_one(world):
     """The umask decides the mode of every file a hook creates: it is part of the scope, and the resident a hook
     starts after answering in-process has the hook's umask, not the one a plugin left."""
