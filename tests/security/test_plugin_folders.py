@@ -355,3 +355,16 @@ def test_a_debug_traceback_through_a_fifo_named_frame_is_printed_without_waiting
     result = world.nia("--debug", "context", "show")  # a hang fails the case
     assert "TRAP-RAISED" in result.stderr and 'pkg/trap.py", line 1, in <module>' in result.stderr, result.stderr
     assert 'exec(compile("raise ValueError' in result.stderr, "a regular file's line is still shown"
+
+
+def test_an_os_exit_from_a_fifo_named_frame_is_refused_naming_its_line_without_waiting_on_it(world: Attack) -> None:
+    package = world.root / ".nia" / "plugins" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        RAISES_FROM_TRAP.replace("raise ValueError('TRAP-RAISED')", "import os; os._exit(3)")
+    )
+    os.mkfifo(package / "trap.py")
+    result = world.nia("context", "show")  # a hang fails the case
+    assert result.returncode == 0, result.stderr
+    assert "called os._exit(3)" in result.stderr and "pkg/trap.py:1)" in result.stderr, result.stderr
+    assert "INSIDE-RULE" in result.stdout
