@@ -57,6 +57,11 @@ BUSY = 1.0
 
 MAX_REQUEST = 64 * 1024 * 1024
 
+LISTED_PROJECTS = 100
+"""Projects a resident lists for ``nia hook status`` (the latest it answered for): its listing must stay small
+enough to be read (a resident hooked from a folder above thousands of projects would outgrow the reader's limit,
+and ``nia hook status`` and ``nia hook stop`` would no longer see it)."""
+
 
 def idle_seconds() -> float:
     try:
@@ -346,7 +351,7 @@ class Resident:
                 return {"refused": str(exc)}
             root = str(location.root)
             if root not in self.projects:
-                self.projects.append(root)
+                self.projects = [*self.projects[-(LISTED_PROJECTS - 1) :], root]
                 with contextlib.suppress(Exception):
                     self.write_metadata()
         _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})

@@ -191,6 +191,29 @@ def test_projects_sharing_a_resident_never_run_each_others_local_plugins(tmp_pat
     assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
 
 
+def test_a_resident_answering_for_many_projects_lists_the_latest_hundred(tmp_path):
+    """Its listing stays small enough for ``nia hook status`` and ``nia hook stop`` to read, however many."""
+    world = World(tmp_path / "p0")
+    world.root = tmp_path  # the hooks' working directory, above every project
+    projects = [tmp_path / f"p{i}" for i in range(101)]
+    for project in projects[1:]:
+        (project / ".git").mkdir(parents=True)
+
+    def hook(project: Path) -> None:
+        payload = {"session_id": "s", "cwd": str(project), "hook_event_name": "PreToolUse"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"], input=json.dumps(payload),
+            capture_output=True, text=True, env=world.env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    hook(projects[0])
+    world.ready()
+    for project in projects:
+        hook(project)
+    assert world.residents()[0]["projects"] == [str(p) for p in projects[1:]]
+
+
 PLANTED = """
 import fcntl, json, os, socket, sys, time
 path, replies = sys.argv[1], json.loads(sys.argv[2])
