@@ -7,7 +7,10 @@ calls pay for no thread contention. A call past its timeout is abandoned. Async 
 loop on its own thread. Used for loaders and for registry producers.
 
 Workers are kept between rounds (:mod:`nia_core.workers`): a boundary runs
-two rounds, and a resident process runs them at every hook.
+two rounds, and a resident process runs them at every hook. A worker whose
+call was given up on is counted by :func:`still_running` until the call
+returns: a process that runs round after round (a resident) ends itself
+before such workers pile up.
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ SLOW_AFTER = 0.02
 
 OutcomeStatus = Literal["ok", "error", "timeout"]
 _PLAIN_TYPES = frozenset({str, bytes, int, float, bool, tuple, list, dict, frozenset, type(None)})
+
+
+_given_up: set[threading.Thread] = set()
+"""Workers still in a sync call their round gave up on (past its timeout)."""
+
+
+def still_running() -> int:
+    """How many sync calls given up on at their timeout are still running, each holding a worker thread."""
+    return sum(1 for thread in list(_given_up) if thread.is_alive())
 
 
 class Outcome(NamedTuple):
@@ -62,6 +74,7 @@ class _Round:
         self.count = len(calls)
         self.results: dict[int, Outcome] = {}
         self.started = [0.0] * self.count
+        self.runners: list[threading.Thread | None] = [None] * self.count
         self.finished = itertools.count(1)
         self.done = threading.Event()
         self.sync_indexes = [i for i, flag in enumerate(asynchronous) if not flag]
@@ -80,10 +93,12 @@ class _Round:
         calls, started, indexes, total = self.calls, self.started, self.sync_indexes, len(self.sync_indexes)
         claim, finished, count, done = self.results.setdefault, self.finished, self.count, self.done
         clock, plain, make = time.monotonic, _PLAIN_TYPES, tuple.__new__
+        runners, me = self.runners, threading.current_thread()
         for position in self.next_sync:
             if position >= total:
                 return
             index = indexes[position]
+            runners[index] = me
             begun = started[index] = clock()
             try:
                 value = calls[index]()
@@ -96,7 +111,9 @@ class _Round:
                 outcome = make(Outcome, ("error", None, exc, clock() - begun, message_of(exc)))
             else:
                 outcome = make(Outcome, ("ok", value, None, clock() - begun, ""))
-            if claim(index, outcome) is outcome and next(finished) == count:
+            if claim(index, outcome) is not outcome:
+                _given_up.discard(me)  # back from a call given up on (see _watch)
+            elif next(finished) == count:
                 done.set()
 
     def async_worker(self) -> None:
@@ -144,7 +161,12 @@ class _Round:
                 continue
             elapsed = now - started
             if elapsed > self.timeouts[index]:
+                runner = None if index in self.async_set else self.runners[index]
+                if runner is not None:
+                    _given_up.add(runner)  # before settling: the worker discards it once the call returns
                 self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
+                if runner is not None and self.results[index].status != "timeout":
+                    _given_up.discard(runner)  # the call returned first
             if elapsed > SLOW_AFTER and index not in self.async_set and index not in self.helped:
                 self.helped.add(index)
                 self.start(self.sync_worker)

@@ -24,8 +24,9 @@ it differs:
   new resident. An upgrade or an installed plugin changes the scope itself.
 
 It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
-asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, and after a
-hook during which a plugin left a thread nia had to abandon (a hung import).
+asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, after a
+hook during which a plugin left a thread nia had to abandon (a hung import),
+and after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running.
 It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
@@ -61,6 +62,11 @@ LISTED_PROJECTS = 100
 """Projects a resident lists for ``nia hook status`` (the latest it answered for): its listing must stay small
 enough to be read (a resident hooked from a folder above thousands of projects would outgrow the reader's limit,
 and ``nia hook status`` and ``nia hook stop`` would no longer see it)."""
+
+GIVEN_UP = 8
+"""Loader or producer calls past their timeout that may still be running after a hook: each holds a thread (and
+whatever it holds) until it returns, and a loader that never returns would leave one more at every hook. A slow
+first load of a ``refresh`` source, and the hooks waiting for it meanwhile, stay well under it."""
 
 
 def idle_seconds() -> float:
@@ -325,6 +331,7 @@ class Resident:
         from nia_core.agents.answer import emit, record_logged, run, session_of
         from nia_core.agents.contract import HostInputError
         from nia_core.agents.hook_settings import resident_enabled
+        from nia_core.context.concurrent import still_running
         from nia_core.process import abandoned_threads
         from nia_core.resident.freshness import TooLarge
         from nia_core.resident.scope import PER_HOOK
@@ -373,6 +380,8 @@ class Resident:
         self.freshness.remember_code()
         if len(abandoned_threads()) > abandoned:
             self.end("a plugin left a thread nia had to abandon")
+        elif still_running() > GIVEN_UP:
+            self.end(f"{still_running()} loader or producer calls past their timeout are still running")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
 
 

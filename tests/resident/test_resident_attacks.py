@@ -454,3 +454,32 @@ def test_a_process_a_plugin_forks_in_a_hooks_own_process_does_not_keep_the_agent
     finally:
         for pid in (world.root / "children").read_text().split():
             kill(int(pid))
+
+
+STUCK = """
+import threading
+from nia_core import ContextSource, hookimpl
+
+def load():
+    threading.Event().wait()  # never returns: its worker can never be handed another call
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="stuck/x", load=load, baseline="STUCK {}".format, timeout=0.1)]
+"""
+
+
+def test_a_loader_that_never_returns_does_not_pile_up_threads_in_a_resident(world):
+    """Each hook gives up on the loader at its timeout and leaves its worker in the call: a resident ends once more
+    than GIVEN_UP of them are held, rather than gaining a thread at every hook for as long as it lives."""
+    from nia_core.resident.server import GIVEN_UP
+
+    (world.plugins / "stuck.py").write_text(STUCK)
+    first = world.started()
+    for number in range(GIVEN_UP + 1):
+        done = world.run(f"s{number}", "SessionStart", "startup")
+        assert "'stuck/x': loader timed out" in done.stderr
+    assert "resident" in [e["answered_by"] for e in world.log()]
+    world.gone(first["pid"])
+    tasks = [int(r["pid"]) for r in world.residents()]
+    assert all(len(os.listdir(f"/proc/{pid}/task")) <= GIVEN_UP + 16 for pid in tasks if os.path.isdir(f"/proc/{pid}"))
