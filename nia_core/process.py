@@ -75,10 +75,14 @@ def end(status: int) -> NoReturn:
 
 
 def _caller() -> tuple[str, int] | None:
-    import traceback  # only when a plugin calls os._exit
+    """Where the code that called ``os._exit`` is: from its frame alone (a stack summary would read each
+    frame's source line through ``linecache``, which opens whatever file the code names, a FIFO included)."""
+    import inspect  # only when a plugin calls os._exit
 
-    frames = traceback.extract_stack(limit=3)
-    return (frames[0].filename, frames[0].lineno or 0) if len(frames) == 3 else None
+    here = inspect.currentframe()
+    guarded = here.f_back if here is not None else None
+    caller = guarded.f_back if guarded is not None else None
+    return (caller.f_code.co_filename, caller.f_lineno or 0) if caller is not None else None
 
 
 def _guarded_exit(status: int) -> NoReturn:

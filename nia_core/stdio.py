@@ -191,6 +191,31 @@ class Captured:
 
 _current: Captured | None = None
 
+KEPT_OUTPUT = 1 << 20
+"""Bytes of a :func:`captured` block's output passed on: its start and its end, with a line saying what was cut
+(a plugin printing in a loop must not make a hook's answer, or the agent's stderr, megabytes long)."""
+
+
+def _read_at(fd: int, offset: int, size: int) -> bytes:
+    chunks = []
+    while size > 0:
+        chunk = os.pread(fd, min(size, 1 << 16), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _kept_output(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    if size <= KEPT_OUTPUT:
+        return _read_at(fd, 0, size)
+    half = KEPT_OUTPUT // 2
+    cut = f"\n[nia: {size - 2 * half:,} bytes of output left out here]\n".encode()
+    return _read_at(fd, 0, half) + cut + _read_at(fd, size - half, half)
+
 
 def release_captured() -> None:
     """Undo the :func:`captured` block in force, if any (see :meth:`Captured.release`)."""
@@ -237,13 +262,7 @@ def captured() -> Iterator[Captured]:
     finally:
         _current = previous
         result.release()
-        chunks = []
-        offset = 0
-        while True:
-            chunk = os.pread(fd, 1 << 16, offset)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            offset += len(chunk)
-        os.close(fd)
-        result.data = b"".join(chunks)
+        try:
+            result.data = _kept_output(fd)
+        finally:
+            os.close(fd)

@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,13 +52,21 @@ class HookRun:
         return self.entry.warnings
 
 
-def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str, str] | None = None) -> HookRun:
+def run(
+    adapter: HostAdapter,
+    data: bytes,
+    runtime: Runtime,
+    caller: Mapping[str, str] | None = None,
+    store: Callable[[], AbstractContextManager[Store]] | None = None,
+) -> HookRun:
     """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
 
     A function of its input: the hook's stdin ``data``, and ``caller``, what
     :attr:`HostAdapter.caller` gathered in the hook's own process about the
     host process it runs under (gather it there, never where this runs: a
-    resident process has another parent).
+    resident process has another parent). ``store`` gives the store to use
+    (default: :func:`~nia_core.sessions.open_store`, opened and closed for
+    this hook; a resident process keeps one open between hooks).
     """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
@@ -76,7 +85,7 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str
         entry.outcome, entry.warnings = "ignored", [foreign]
         return result
     try:
-        _answer(adapter, hook, runtime, result)
+        _answer(adapter, hook, runtime, result, store)
     except Exception as exc:  # noqa: BLE001 - the host's turn must never fail because of nia
         entry.outcome = "failed"
         said = str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {message_of(exc)}"
@@ -84,7 +93,13 @@ def run(adapter: HostAdapter, data: bytes, runtime: Runtime, caller: Mapping[str
     return result
 
 
-def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: HookRun) -> None:
+def _answer(
+    adapter: HostAdapter,
+    hook: HookInput,
+    runtime: Runtime,
+    result: HookRun,
+    store_of: Callable[[], AbstractContextManager[Store]] | None,
+) -> None:
     from nia_core.sessions import open_store
 
     entry = result.entry
@@ -94,7 +109,7 @@ def _answer(adapter: HostAdapter, hook: HookInput, runtime: Runtime, result: Hoo
     if problem:
         entry.warnings.append(problem)
     native = {} if deliver else views(adapter.native_keys(version, location.root), location.root)
-    with open_store() as store:
+    with (store_of or open_store)() as store:
         session = runtime.attach(store, adapter.name, hook.session_id, location)
         entry.session = session.id
         if session.location != str(location.path):
@@ -493,8 +508,10 @@ def log_to_stderr() -> None:
 
     logger = logging.getLogger("nia")
     if not logger.handlers:
+        from nia_core.tracebacks import CheckedFormatter
+
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("nia: %(message)s"))
+        handler.setFormatter(CheckedFormatter("nia: %(message)s"))  # NIA_DEBUG's tracebacks: lines read checked
         logger.addHandler(handler)
         logger.setLevel(logging.DEBUG if os.environ.get("NIA_DEBUG") == "1" else logging.WARNING)
         logger.propagate = False

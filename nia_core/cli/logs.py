@@ -18,7 +18,13 @@ def configure_logging(debug: bool, verbose: bool = False) -> None:
         if isinstance(handler, _StderrHandler):
             logger.removeHandler(handler)
     handler = _StderrHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s") if debug else WarningFormatter())
+    if debug:
+        from nia_core.tracebacks import CheckedFormatter, print_uncaught
+
+        handler.setFormatter(CheckedFormatter("%(levelname)s %(name)s: %(message)s"))
+        sys.excepthook = print_uncaught  # what --debug lets through is printed with its lines read checked too
+    else:
+        handler.setFormatter(WarningFormatter())
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING)
     logger.propagate = False

@@ -13,13 +13,15 @@ damaged file is a cache miss, never an error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import stat
 from typing import Any
 
-from nia_core.files import Refused, open_private_folder, read_private, write_private
+from nia_core.files import Refused, open_private_folder, read_private, tighten_own_folder, write_private
 
 log = logging.getLogger("nia.cache")
 
@@ -31,6 +33,52 @@ def cache_folder() -> str:
         return explicit
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "nia")
+
+
+_TIGHTENED: set[str] = set()
+
+
+def _own_folder() -> str:
+    """:func:`cache_folder`, once per process made writable by its owner only if an earlier nia left it writable
+    by its group (a plain ``mkdir`` under a ``002`` umask): else every cache would be ignored for good.
+
+    What the folder held then is removed, not trusted: a cache decides which modules nia imports, and any
+    file in it may have been planted while others could write there. A folder anyone may write to is not
+    what such a ``mkdir`` makes: it is left as it is, and ignored.
+    """
+    folder = cache_folder()
+    if folder not in _TIGHTENED:
+        _TIGHTENED.add(folder)
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError:
+            return folder
+        if mode & stat.S_IWGRP and not mode & stat.S_IWOTH:
+            tighten_own_folder(folder)  # only a folder of the current user's, reached without a link
+            _forget_planted(folder, stat.S_IMODE(mode))
+    return folder
+
+
+def _forget_planted(folder: str, mode: int) -> None:
+    try:
+        fd = open_private_folder(folder)  # refused unless the folder is now the current user's alone
+    except OSError:
+        return
+    try:
+        for name in os.listdir(fd):
+            if name.endswith(".json"):
+                log.debug(
+                    "cache file %s ignored: the folder was writable by other users (mode %o); now %o, the file removed",
+                    os.path.join(folder, name),
+                    mode,
+                    mode & ~0o022,
+                )
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
+    except OSError:
+        return
+    finally:
+        os.close(fd)
 
 
 def cache_enabled() -> bool:
@@ -49,7 +97,7 @@ def read_cache(name: str) -> Any:
 
     ``None`` is never a valid cache: every cache file holds an object.
     """
-    folder = cache_folder()
+    folder = _own_folder()
     try:
         data = read_private(folder, name)
     except FileNotFoundError:
@@ -76,7 +124,7 @@ def write_cache(name: str, value: Any) -> bool:
     reason to fail a command: the next run computes again.
     """
     try:
-        write_private(cache_folder(), name, json.dumps(value).encode("utf-8"))
+        write_private(_own_folder(), name, json.dumps(value).encode("utf-8"))
     except OSError as exc:
         log.debug("cache file %s not written: %s", os.path.join(cache_folder(), name), _reason(exc))
         return False
@@ -86,7 +134,7 @@ def write_cache(name: str, value: Any) -> bool:
 def prune(prefix: str, keep: int) -> None:
     """Remove the oldest cache files named ``prefix*.json`` beyond ``keep``, in a folder nia trusts."""
     try:
-        folder = open_private_folder(cache_folder())
+        folder = open_private_folder(_own_folder())
     except OSError:
         return
     try:

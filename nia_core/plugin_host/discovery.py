@@ -347,15 +347,36 @@ def _load_in_turn(
 
 
 def local_plugin_paths(folder: Path) -> list[tuple[str, Path]]:
-    """``(name, path)`` for each ``*.py`` file and package in ``folder``, sorted by name."""
+    """``(name, path)`` for each ``*.py`` file and package in ``folder``, sorted by name.
+
+    Every hook lists the folder, so what a repository puts there besides plugins must cost little: one
+    ``os.scandir`` (an entry's kind comes with its name), and a ``stat`` only for a folder's
+    ``__init__.py`` (a ``Path`` and three ``stat`` calls per entry made 30,000 planted folders cost
+    three to four times as much).
+    """
     if not folder.is_dir():
         return []
-    return [found for path in sorted(folder.iterdir()) if (found := local_plugin_entry(path)) is not None]
+    with os.scandir(folder) as listing:
+        entries = sorted((entry.name, entry) for entry in listing if _may_be_plugin(entry.name))
+    found = []
+    for name, entry in entries:
+        try:
+            if name.endswith(".py") and entry.is_file():
+                found.append((name[: -len(".py")], folder / name))
+            elif entry.is_dir() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                found.append((name, folder / name))
+        except OSError:  # gone, or unreadable, since it was listed
+            continue
+    return found
+
+
+def _may_be_plugin(name: str) -> bool:
+    return not name.startswith((".", "_")) and name not in EXCLUDED_LOCAL
 
 
 def local_plugin_entry(path: Path) -> tuple[str, Path] | None:
     """``(name, path)`` when ``path``, an entry of a local plugin folder, is a plugin (a ``*.py`` file or a package)."""
-    if path.name.startswith((".", "_")) or path.name in EXCLUDED_LOCAL:
+    if not _may_be_plugin(path.name):
         return None
     if path.is_file() and path.suffix == ".py":
         return path.stem, path

@@ -83,11 +83,12 @@ def exception_error(
         file, line = exc.filename, exc.lineno
         what = f"{type(exc).__name__}: {exc.msg}"
     else:
-        frames = traceback.extract_tb(exc.__traceback__)
-        inside = [frame for frame in frames if within(frame.filename, unit.root)]
+        # From the code objects alone: extract_tb would read each frame's line through linecache, which
+        # opens whatever file the code names (a FIFO in the plugin would freeze nia dev here).
+        frames = [(frame.f_code.co_filename, number) for frame, number in traceback.walk_tb(exc.__traceback__)]
+        inside = [frame for frame in frames if within(frame[0], unit.root)]
         if inside or frames:
-            frame = (inside or frames)[-1]
-            file, line = frame.filename, frame.lineno
+            file, line = (inside or frames)[-1]
         what = describe(exc) if text is None else text
     return ReloadError(name, f"{where(file, line, location)}{prefix}{what}", file, line, kept)
 

@@ -5,7 +5,8 @@ hook's environment, working directory and ``sys.path``, and serves every hook
 whose scope (:mod:`nia_core.resident.scope`) is the same as its own. Each hook
 goes through the door every hook goes through, :func:`nia_core.agents.answer.run`,
 on one :class:`~nia_core.runtime.Runtime` kept warm between hooks, with the
-store the hook would open itself; what it prints (stdout, and stderr with the
+store the hook would open itself (kept open between hooks while it is the same
+database at nia's schema: :meth:`Resident.kept_store`); what it prints (stdout, and stderr with the
 plugins' own output) is sent back for the client to print.
 
 Hooks are answered one at a time (the process's environment and standard
@@ -42,7 +43,11 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nia_core.sessions import Store
 
 IDLE = 1800.0
 """Seconds without a hook after which a resident process ends (``NIA_RESIDENT_IDLE``)."""
@@ -51,6 +56,11 @@ BUSY = 1.0
 """Seconds a hook waits for the one before it; past that it is answered in-process."""
 
 MAX_REQUEST = 64 * 1024 * 1024
+
+LISTED_PROJECTS = 100
+"""Projects a resident lists for ``nia hook status`` (the latest it answered for): its listing must stay small
+enough to be read (a resident hooked from a folder above thousands of projects would outgrow the reader's limit,
+and ``nia hook status`` and ``nia hook stop`` would no longer see it)."""
 
 
 def idle_seconds() -> float:
@@ -88,6 +98,8 @@ class Resident:
         """The process's own streams, which every hook starts with (a plugin may replace them)."""
         self.wake = os.pipe()
         """Written to by :meth:`end`: the accept loop wakes up without polling."""
+        self.store: Store | None = None
+        """The store hooks use, kept open between them while :meth:`Store.still_current` says it may be."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -101,12 +113,11 @@ class Resident:
     def warm(self) -> None:
         """Load what every hook needs before the first one arrives: the host of this folder's project, the store."""
         from nia_core.agents import ADAPTERS
-        from nia_core.sessions import open_store
 
         for module in ADAPTERS.values():
             importlib.import_module(module)
         importlib.import_module("nia_core.agents.answer")
-        with contextlib.suppress(Exception), open_store():  # one that cannot open now is the first hook's to report
+        with contextlib.suppress(Exception), self.kept_store():  # one that cannot open is the first hook's to report
             pass
         try:
             location = self.runtime.locate(os.getcwd())
@@ -122,6 +133,34 @@ class Resident:
             host, view = self.runtime.open(location)
             host.assemble(view)
         self.freshness.remember_code()
+
+    @contextlib.contextmanager
+    def kept_store(self) -> Iterator[Store]:
+        """The store a hook uses (opened as the hook's own process would open it), kept open for the next hook.
+
+        Opening a SQLite store (connect, pragmas, the schema check) cost about
+        as much as the rest of an unchanged prompt. Before each hook the kept
+        one is checked (:meth:`Store.still_current`: the same file, nia's
+        schema); one that fails the check, or a hook that raised through it,
+        closes it, and the next hook opens the store anew.
+        """
+        from nia_core.sessions import open_store
+
+        if self.store is not None and not self.store.still_current():
+            self.close_store()
+        if self.store is None:
+            self.store = open_store()
+        try:
+            yield self.store
+        except BaseException:
+            self.close_store()
+            raise
+
+    def close_store(self) -> None:
+        store, self.store = self.store, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.close()
 
     def rebuild(self) -> None:
         """Drop the runtime (hosts, views, local and editable plugin modules): the next hook loads them afresh."""
@@ -169,7 +208,10 @@ class Resident:
 
         The working directory, ``sys.path``, the umask (part of the scope), the
         standard streams and ``sys.argv`` (the hook's own) are set anew; the
-        environment is set by :func:`_environment`.
+        environment is set by :func:`_environment`, before. The C library's
+        time zone is read again from it (``tzset``): a plugin that set ``TZ``
+        and called ``tzset`` would otherwise leave its zone to later hooks, and
+        a changed ``/etc/localtime`` (a laptop that travelled) would never be seen.
         """
         with contextlib.suppress(OSError):
             os.chdir(self.scope["cwd"])  # also when the folder was replaced by another of that name
@@ -177,6 +219,7 @@ class Resident:
         os.umask(self.scope["umask"])
         sys.stdin, sys.stdout, sys.stderr = self.streams
         sys.argv[:] = argv
+        time.tzset()
 
     # -- serving ----------------------------------------------------------------------
 
@@ -308,7 +351,7 @@ class Resident:
                 return {"refused": str(exc)}
             root = str(location.root)
             if root not in self.projects:
-                self.projects.append(root)
+                self.projects = [*self.projects[-(LISTED_PROJECTS - 1) :], root]
                 with contextlib.suppress(Exception):
                     self.write_metadata()
         _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
@@ -318,7 +361,8 @@ class Resident:
         record_logged()  # this hook's warnings, said once each, as in a hook's own process
         with stdio.captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
-                result = run(door, data, self.runtime, door.caller(parent))  # the hook's parent, not this process's
+                caller = door.caller(parent)  # the hook's parent, not this process's
+                result = run(door, data, self.runtime, caller, self.kept_store)
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
@@ -412,7 +456,7 @@ def main(argv: list[str], listed: int | None = None) -> None:
         return  # another resident of this scope is running (or starting)
     _closed_in_children(lock)
     try:
-        _log_to(os.path.join(place, key + ".log"))
+        _log_to(place, key + ".log")
         _starting(place, key, found, options)
         if listed is not None:
             with contextlib.suppress(OSError):
@@ -478,12 +522,49 @@ def _lock(path: str) -> int | None:
     return fd
 
 
-def _log_to(path: str) -> None:
-    """nia's own stderr outside hooks (a crash, a background plugin's output) goes to the resident's log file."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        os.dup2(fd, 2)
-        os.close(fd)
+LOG_LIMIT = 1 << 20
+"""Bytes the resident's log holds at most: past it the older half is dropped (a plugin printing all day)."""
+DROPPED = f"(earlier lines dropped: the log keeps its last {LOG_LIMIT // 2 // 1024} KiB)\n".encode()
+
+
+def _log_to(place: str, name: str) -> None:
+    """nia's own stderr outside hooks (a crash, a background plugin's output) goes to the resident's log file.
+
+    Through a pipe, drained by a thread into ``place/name`` with the checked writer for nia's own files
+    (a link, a FIFO or another user's file there is never written through), and kept under
+    :data:`LOG_LIMIT`: the newest half is kept, from a line's start. What cannot be written is dropped,
+    never left to fill the pipe (a full pipe would block every write to stderr).
+    """
+    from nia_core.files import append_private, read_private_end, write_private
+
+    try:
+        write_private(place, name, b"")  # each resident's log starts empty
+        readable, writable = os.pipe()
+        os.dup2(writable, 2)
+        os.close(writable)
+    except OSError:
+        return
+    _closed_in_children(readable)
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(readable, 1 << 16)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            try:
+                if append_private(place, name, data) > LOG_LIMIT:
+                    kept = read_private_end(place, name, LOG_LIMIT // 2)
+                    kept = kept[kept.find(b"\n") + 1 :] if b"\n" in kept else kept
+                    write_private(place, name, DROPPED + kept)
+            except OSError:
+                continue
+
+    threading.Thread(target=drain, name="nia-resident-log", daemon=True).start()
 
 
 def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -> None:
@@ -514,6 +595,7 @@ def _run(options: dict[str, Any], found: dict[str, Any], place: str, key: str) -
             os.unlink(metadata_path(place, key))
         with contextlib.suppress(Exception):
             resident.runtime.close()
+        resident.close_store()
 
 
 def _listen(resident: Resident) -> socket.socket | None:

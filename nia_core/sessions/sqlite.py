@@ -193,6 +193,14 @@ def _ms(since: float) -> float:
     return (time.monotonic() - since) * 1000
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 class SQLiteStore(Store):
     """The default store.
 
@@ -252,6 +260,8 @@ class SQLiteStore(Store):
                 self._conn.execute(f"PRAGMA {name} = {int(value) if isinstance(value, int) else repr(str(value))}")
             self._migrate()
             self._conn.execute("PRAGMA journal_mode = WAL")
+        self._identity = _identity(self.path) if target is self.path else None
+        """The database file's (device, inode) once open: :meth:`still_current` compares it."""
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
@@ -401,6 +411,17 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def still_current(self) -> bool:
+        """The file at :attr:`path` is still the one this connection has open, at nia's schema, no transaction left
+        open: a database deleted or replaced meanwhile (``rm``, a restored backup) is opened again by the caller."""
+        if self._identity is None or _identity(self.path) != self._identity:
+            return False
+        with self._lock:
+            try:
+                return not self._conn.in_transaction and self._schema_version(self._conn) == SCHEMA_VERSION
+            except (sqlite3.Error, StoreError):
+                return False
 
     # -- content-addressed texts ----------------------------------------------------------
 

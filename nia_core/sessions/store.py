@@ -343,6 +343,14 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def still_current(self) -> bool:
+        """Whether a process that keeps this store open between uses (a resident process) may use it again.
+
+        It must still reach the database it opened, at the schema it checked
+        then. A store that cannot tell says no, and is opened again.
+        """
+        return False
+
     def __enter__(self) -> Store:
         return self
 

@@ -314,6 +314,20 @@ def test_a_change_to_nias_own_code_ends_the_resident(world):
     world.gone(resident["pid"])
 
 
+def test_a_database_replaced_between_hooks_is_the_one_the_next_hook_uses(world):
+    """The resident keeps its store open between hooks, but never past the file it opened being replaced."""
+    world.started()
+    assert "ACME-RULE: one" in world.text(world.run("s", "SessionStart", "startup"))
+    assert world.text(world.run("s", "UserPromptSubmit")) is None
+    db = Path(os.environ["XDG_DATA_HOME"]) / "nia" / "nia.db"
+    for path in db.parent.glob("nia.db*"):
+        path.rename(path.with_name("old-" + path.name))  # a user moving the database away while agents run
+    again = world.run("s", "UserPromptSubmit")
+    assert "ACME-RULE: one" in world.text(again)  # a new database: the conversation starts a new epoch in it
+    assert world.log()[-1]["answered_by"] == "resident"
+    assert db.exists()
+
+
 # -- switches, visibility, lifetime ------------------------------------------------------------------
 
 
@@ -343,6 +357,36 @@ def test_plugin_folders_too_large_to_check_at_every_hook_are_answered_in_process
     assert "ACME-RULE changed: two" in world.text(world.run("s", "UserPromptSubmit"))
     last = world.log()[-1]
     assert last["answered_by"] == "in-process" and "more than 2,000 files and folders" in last["fallback"]
+
+
+CHATTY = """
+import os, threading, time
+
+def chatter():
+    time.sleep(1)  # past the hook that imported it in its own process: only the resident lives on
+    line = b"CHATTY " + b"x" * 1000 + b"\\n"
+    for _ in range(3_000):  # 3 MB, three times what the log keeps
+        os.write(2, line)
+    os.write(2, b"CHATTY-END\\n")
+
+threading.Thread(target=chatter, daemon=True).start()
+"""
+
+
+def test_what_a_plugin_prints_outside_hooks_keeps_the_residents_log_under_its_limit(world):
+    from nia_core.resident.folder import location
+    from nia_core.resident.server import DROPPED, LOG_LIMIT
+
+    (world.plugins / "chatty.py").write_text(CHATTY)
+    resident = world.started()
+    world.run("s", "UserPromptSubmit")
+    log = Path(location()) / f"{resident['key']}.log"
+    deadline = time.monotonic() + 60
+    while b"CHATTY-END" not in log.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    data = log.read_bytes()
+    assert data.endswith(b"CHATTY-END\n") and data.startswith(DROPPED), data[:200]
+    assert len(data) <= LOG_LIMIT and log.stat().st_mode & 0o777 == 0o600
 
 
 def test_hook_status_lists_residents_and_hook_stop_ends_them(world):

@@ -68,6 +68,67 @@ def test_what_a_plugin_changes_in_the_process_does_not_reach_the_next_hook(world
     assert all("MEDDLER-WAS-HERE" in done.stderr for done in [here, *runs])
 
 
+TRAVELLER = """
+import os, time
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+LOG = Path(__file__).resolve().parents[2] / "zones.log"
+
+def zone():
+    with open(LOG, "a") as handle:
+        handle.write(time.strftime("%Z %z") + "\\n")
+    os.environ["TZ"] = "Pacific/Kiritimati"  # +14: no test machine is there
+    time.tzset()
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="traveller/x", load=zone, baseline=lambda v: "TRAVELLED")]
+"""
+
+
+def test_a_time_zone_a_plugin_set_does_not_reach_the_next_hook(world):
+    """The C library keeps the zone of the last ``tzset``: each hook's starts from its own environment's, as a new
+    process's would (the same call also sees a changed ``/etc/localtime``)."""
+    (world.plugins / "traveller.py").write_text(TRAVELLER)
+    world.started()
+    here = world.run("in", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+    runs = [world.run(session, "SessionStart", "startup") for session in ("a", "b")]
+    assert "TRAVELLED" in (world.text(here) or "") and all("TRAVELLED" in (world.text(r) or "") for r in runs)
+    assert [e["answered_by"] for e in world.log()][-3:] == ["in-process", "resident", "resident"]
+    zones = (world.root / "zones.log").read_text().splitlines()
+    assert zones[-3:] == [zones[-3]] * 3 and "+1400" not in zones[-3]
+
+
+CHATTY = """
+import os, sys
+from nia_core import ContextSource, hookimpl
+
+def load():
+    chunk = "chatter " * 8192 + "\\n"
+    for _ in range(48):  # 3 MiB, to the streams and straight to the descriptors
+        sys.stderr.write(chunk)
+        os.write(1, chunk.encode())
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="chatty/x", load=load, baseline=lambda v: "CHATTY-DONE")]
+"""
+
+
+@pytest.mark.parametrize("resident", ["1", "0"])
+def test_a_plugin_printing_megabytes_passes_on_its_start_and_end_and_the_answer_is_whole(world, resident):
+    (world.plugins / "chatty.py").write_text(CHATTY)
+    if resident == "1":
+        world.started()
+    done = world.run("s", "SessionStart", "startup", env={"NIA_RESIDENT": resident})
+    assert "CHATTY-DONE" in (world.text(done) or "")
+    assert world.log()[-1]["answered_by"] == ("resident" if resident == "1" else "in-process")
+    assert len(done.stderr.encode()) < 1.1 * 2**20 and "bytes of output left out here]" in done.stderr
+
+
 def test_a_hook_gets_a_resident_of_its_own_umask_whatever_a_plugin_set_before_it_started_one(world):
     """The umask decides the mode of every file a hook creates: it is part of the scope, and the resident a hook
     starts after answering in-process has the hook's umask, not the one a plugin left."""
@@ -128,6 +189,29 @@ def test_projects_sharing_a_resident_never_run_each_others_local_plugins(tmp_pat
         "WHICH: beta",
     ]
     assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
+
+
+def test_a_resident_answering_for_many_projects_lists_the_latest_hundred(tmp_path):
+    """Its listing stays small enough for ``nia hook status`` and ``nia hook stop`` to read, however many."""
+    world = World(tmp_path / "p0")
+    world.root = tmp_path  # the hooks' working directory, above every project
+    projects = [tmp_path / f"p{i}" for i in range(101)]
+    for project in projects[1:]:
+        (project / ".git").mkdir(parents=True)
+
+    def hook(project: Path) -> None:
+        payload = {"session_id": "s", "cwd": str(project), "hook_event_name": "PreToolUse"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"], input=json.dumps(payload),
+            capture_output=True, text=True, env=world.env, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    hook(projects[0])
+    world.ready()
+    for project in projects:
+        hook(project)
+    assert world.residents()[0]["projects"] == [str(p) for p in projects[1:]]
 
 
 PLANTED = """

@@ -207,6 +207,17 @@ def test_nia_writes_no_cache_into_a_folder_others_may_write(world: Cached) -> No
     assert "not written: the folder is writable by other users (mode 777)" in debug.stderr
 
 
+def test_a_cache_folder_an_earlier_nia_left_group_writable_is_tightened_and_used(world: Cached) -> None:
+    world.cache.mkdir(parents=True)
+    world.cache.chmod(0o775)  # a plain mkdir under a 002 umask, as nia made it before it checked the folder
+    planted = world.cache / "entry-points-0000000000000000.json"
+    planted.write_text("{}")  # what was in the folder while the group could write there is not kept
+    world.run("context", "show")
+    assert stat.S_IMODE(world.cache.stat().st_mode) == 0o755
+    assert not planted.exists()
+    assert list(world.cache.glob("entry-points-*.json")), "the cache is written again"
+
+
 def test_nia_makes_its_cache_folder_private_whatever_the_umask(world: Cached) -> None:
     world.run("context", "show", umask=0)
     assert stat.S_IMODE(world.cache.stat().st_mode) == 0o700

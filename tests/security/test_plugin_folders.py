@@ -312,3 +312,59 @@ def test_a_fifo_named_like_a_module_never_freezes_nia_dev_looking_for_where_a_re
     everything = (said + rest).decode("utf-8", "replace")
     assert "failed to reload" in everything and "pkg/__init__.py:5" in everything, everything[-2000:]
     assert "Traceback" not in everything, everything[-2000:]
+
+
+RAISES_FROM_TRAP = (
+    "import os\nfrom nia_core import hookimpl\n\n@hookimpl\ndef nia_context_sources(location):\n"
+    "    trap = os.path.join(os.path.dirname(__file__), 'trap.py')\n"
+    "    exec(compile(\"raise ValueError('TRAP-RAISED')\", trap, 'exec'))\n"
+)
+"""A hook whose failing frame names a file of the plugin that is a FIFO (code can be compiled under any name)."""
+
+
+def test_a_frame_named_after_a_fifo_never_freezes_nia_dev_reporting_a_failed_reload(tmp_path: Path) -> None:
+    w = Attack(tmp_path)
+    package = w.root / ".nia" / "plugins" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    os.mkfifo(package / "trap.py")  # never imported
+    process = subprocess.Popen(
+        [*NIA, "-p", "no:nia-date", "dev"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=w.root,
+        env=w.env,
+    )
+    try:
+        assert b"INSIDE-RULE" in _output_until(process, lambda got: b"INSIDE-RULE" in got)
+        (package / "__init__.py").write_text(RAISES_FROM_TRAP)
+        said = _output_until(process, lambda got: b"TRAP-RAISED" in got)
+    finally:
+        process.kill()
+        rest, _ = process.communicate(timeout=LIMIT)
+    everything = (said + rest).decode("utf-8", "replace")
+    assert "failed to reload" in everything and "pkg/trap.py:1: " in everything, everything[-2000:]
+
+
+def test_a_debug_traceback_through_a_fifo_named_frame_is_printed_without_waiting_on_it(world: Attack) -> None:
+    package = world.root / ".nia" / "plugins" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(RAISES_FROM_TRAP)
+    os.mkfifo(package / "trap.py")
+    result = world.nia("--debug", "context", "show")  # a hang fails the case
+    assert "TRAP-RAISED" in result.stderr and 'pkg/trap.py", line 1, in <module>' in result.stderr, result.stderr
+    assert 'exec(compile("raise ValueError' in result.stderr, "a regular file's line is still shown"
+
+
+def test_an_os_exit_from_a_fifo_named_frame_is_refused_naming_its_line_without_waiting_on_it(world: Attack) -> None:
+    package = world.root / ".nia" / "plugins" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        RAISES_FROM_TRAP.replace("raise ValueError('TRAP-RAISED')", "import os; os._exit(3)")
+    )
+    os.mkfifo(package / "trap.py")
+    result = world.nia("context", "show")  # a hang fails the case
+    assert result.returncode == 0, result.stderr
+    assert "called os._exit(3)" in result.stderr and "pkg/trap.py:1)" in result.stderr, result.stderr
+    assert "INSIDE-RULE" in result.stdout
