@@ -5,12 +5,15 @@ nia hands it on a busy machine (0.3-1 ms each on two loaded cores): a
 boundary runs two rounds of calls, and a resident process runs them at every
 hook. A worker whose job returned waits for the next job of its name; at
 most :data:`KEPT` of each name wait, the rest end. A worker still in a job
-(a call nia abandoned at its deadline) is never handed another.
+(a call nia abandoned at its deadline) is never handed another. A kept
+worker starts each job as a new thread would: see :meth:`_Worker._run`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -26,13 +29,23 @@ class _Worker:
         self.thread.start()
 
     def _run(self, name: str) -> None:
+        # What a thread carries from one job to the next is set back to what a new thread starts with: its
+        # trace and profile functions (a plugin's tracer would see the next hook's calls, another project's
+        # values), its name, and its context variables (each job runs in an empty context, as a new thread).
+        thread, trace, profile = threading.current_thread(), sys.gettrace(), sys.getprofile()
         while True:
             self.posted.acquire()
             job, self.job = self.job, None
             if job is None:
                 return
-            job()  # a job reports its own outcome; one that raises ends its worker (threading.excepthook)
+            contextvars.Context().run(job)  # a job reports its own outcome; one that raises ends its worker
             del job  # what the job refers to is not kept alive by an idle worker
+            if sys.gettrace() is not trace:
+                sys.settrace(trace)
+            if sys.getprofile() is not profile:
+                sys.setprofile(profile)
+            if thread.name != name:
+                thread.name = name
             with _lock:
                 idle = _idle.setdefault(name, [])
                 if len(idle) >= KEPT:

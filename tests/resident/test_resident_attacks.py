@@ -68,6 +68,47 @@ def test_what_a_plugin_changes_in_the_process_does_not_reach_the_next_hook(world
     assert all("MEDDLER-WAS-HERE" in done.stderr for done in [here, *runs])
 
 
+THREAD_STATE = """
+import decimal, sys, threading
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+LOG = Path(__file__).resolve().parents[2] / "threads.log"
+
+def tracer(frame, event, arg):
+    with open(LOG.with_name("traced.log"), "a") as handle:
+        handle.write(frame.f_code.co_name + "\\n")
+    return tracer
+
+def load():
+    thread = threading.current_thread()
+    state = (decimal.getcontext().prec, getattr(sys.gettrace(), "__name__", None), thread.name)
+    with open(LOG, "a") as handle:
+        handle.write(repr(state) + "\\n")
+    decimal.getcontext().prec = 3  # a context variable
+    sys.settrace(tracer)  # this thread's alone
+    thread.name = "kept-by-a-plugin"
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="threadstate/x", load=load, baseline=lambda v: "THREAD-STATE")]
+"""
+
+
+def test_what_a_plugin_leaves_on_its_worker_thread_does_not_reach_the_next_hook(world):
+    """Worker threads are kept between hooks: a loader's context variables (``decimal``'s context), its thread's
+    trace function (which would see the next hook's calls and their values) and its name must not stay on it."""
+    (world.plugins / "threadstate.py").write_text(THREAD_STATE)
+    world.started()
+    here = world.run("in", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+    runs = [world.run(session, "SessionStart", "startup") for session in ("a", "b", "c")]
+    assert all("THREAD-STATE" in (world.text(done) or "") for done in [here, *runs])
+    assert [e["answered_by"] for e in world.log()][-4:] == ["in-process", "resident", "resident", "resident"]
+    states = (world.root / "threads.log").read_text().splitlines()
+    assert states[-4:] == [states[-4]] * 4, states
+
+
 TRAVELLER = """
 import os, time
 from pathlib import Path
