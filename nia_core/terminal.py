@@ -10,7 +10,8 @@ stream, so a real process wraps ``sys.stdout`` and ``sys.stderr`` in
 :class:`Terminal` when they are terminals (:func:`guard_terminals`): every C0
 and C1 control character but newline and tab is shown as ``\xNN``. Pipes and
 files are never wrapped, so ``--json``, prompts and protocol streams reach them
-byte for byte.
+byte for byte. What a hook's plugins wrote to the descriptors themselves is
+passed on through :func:`written_to`.
 
 nia's own styling (``nia dev``'s colours) escapes its text with :func:`shown`
 first and then writes under :data:`OWN_STYLING`, which the wrapper lets pass.
@@ -18,6 +19,7 @@ first and then writes under :data:`OWN_STYLING`, which the wrapper lets pass.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -47,6 +49,18 @@ def terminal_safe(text: str) -> str:
     clipboard write), cursor moves and a bare ``\r`` then print as text.
     """
     return _patterns()[0].sub(lambda m: f"\\x{ord(m.group()) & 0xFF:02x}", text)
+
+
+def written_to(fd: int, data: bytes) -> bytes:
+    """``data`` as it may be written straight to descriptor ``fd``: made :func:`terminal_safe` when ``fd`` is a
+    terminal (what a hook's plugins wrote to its fds 1 and 2, passed on at its end), else unchanged."""
+    try:
+        tty = os.isatty(fd)
+    except OSError:
+        tty = False
+    if not tty:
+        return data
+    return terminal_safe(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
 
 
 def _terminal_safe_bytes(data: bytes) -> bytes:

@@ -33,7 +33,7 @@ from nia_core.agents.output_limit import fit, printed, spill_path
 from nia_core.agents.transcript import Transcript
 from nia_core.errors import NiaError, message_of
 from nia_core.process import end, guard_exit
-from nia_core.terminal import guard_terminals
+from nia_core.terminal import guard_terminals, written_to
 
 if TYPE_CHECKING:
     from nia_core.runtime import BoundaryReport, Runtime
@@ -427,8 +427,8 @@ def answer(
 
 
 def _pass_on(said: bytes) -> None:
-    """What the boundary wrote to fds 1 and 2, to the hook's stderr."""
-    view = memoryview(said)
+    """What the boundary wrote to fds 1 and 2, to the hook's stderr (shown, not obeyed, on a terminal)."""
+    view = memoryview(written_to(2, said))
     with contextlib.suppress(OSError):
         while view:
             view = view[os.write(2, view) :]

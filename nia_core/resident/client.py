@@ -254,6 +254,10 @@ def write(reply: dict[str, Any]) -> None:
     if reply["stderr"]:
         data = reply["stderr"].encode("utf-8", "surrogateescape")
         try:
+            if os.isatty(2):  # a person running the hook by hand: the plugins' output is shown, not obeyed
+                from nia_core.terminal import written_to
+
+                data = written_to(2, data)
             stream = getattr(sys.stderr, "buffer", None)
             if stream is not None:
                 sys.stderr.flush()

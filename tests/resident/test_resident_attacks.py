@@ -524,3 +524,54 @@ def test_a_loader_that_never_returns_does_not_pile_up_threads_in_a_resident(worl
     world.gone(first["pid"])
     tasks = [int(r["pid"]) for r in world.residents()]
     assert all(len(os.listdir(f"/proc/{pid}/task")) <= GIVEN_UP + 16 for pid in tasks if os.path.isdir(f"/proc/{pid}"))
+
+
+SHOUTER = """
+import os, sys
+from nia_core import ContextSource, hookimpl
+
+def load():
+    print("PRINTED \\x1b]0;PWNED\\x07", file=sys.stderr)
+    os.write(2, b"RAW \\x1b]52;c;Y2xpcGJvYXJk\\x07 \\x9b2J \\xc2\\x9b2J\\n")  # clipboard, 8-bit and C1 CSI
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="shouter/x", load=load, baseline=lambda v: "SHOUTED")]
+"""
+
+
+@pytest.mark.parametrize("resident", ["1", "0"])
+def test_what_plugins_write_to_a_hooks_stderr_is_shown_not_obeyed_on_a_terminal(world, resident):
+    """A person running ``nia hook`` by hand: what the plugins wrote to fds 1 and 2 during the boundary is passed
+    on at its end, and the terminal must not obey it (a pipe, as an agent reads it, keeps every byte)."""
+    import pty
+
+    (world.plugins / "shouter.py").write_text(SHOUTER)
+    if resident == "1":
+        world.started()
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(
+            [*HOOK, "claude-code"],
+            input=world.payload("s", "SessionStart", "startup").encode(),
+            stdout=subprocess.PIPE, stderr=slave, env={**world.env, "NIA_RESIDENT": resident},
+            cwd=world.root, timeout=120,
+        )  # fmt: skip
+        os.close(slave)
+        said = b""
+        while chunk := _read_or_end(master):
+            said += chunk
+    finally:
+        os.close(master)
+    assert b"SHOUTED" in done.stdout
+    assert world.log()[-1]["answered_by"] == ("resident" if resident == "1" else "in-process")
+    assert b"PRINTED \\x1b]0;PWNED\\x07" in said and b"RAW \\x1b]52;c;Y2xpcGJvYXJk\\x07" in said, said
+    assert b"\x1b" not in said and b"\x9b" not in said and b"\x07" not in said, said
+
+
+def _read_or_end(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # every writer closed the terminal
+        return b""
