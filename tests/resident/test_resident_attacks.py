@@ -575,3 +575,54 @@ def _read_or_end(fd: int) -> bytes:
         return os.read(fd, 65536)
     except OSError:  # every writer closed the terminal
         return b""
+
+
+LEFT_WRITING = """
+import subprocess, sys
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+CHILD = '''
+import os, sys, time
+from pathlib import Path
+root = Path(sys.argv[1])
+while not (root / "go").exists():  # the hook has ended
+    time.sleep(0.02)
+written, outcome = 0, "all written"
+try:
+    for _ in range(64):
+        written += os.write(1, b"x" * (1 << 20))
+except OSError as exc:
+    outcome = type(exc).__name__
+(root / "child.txt").write_text(f"{written} {outcome}")
+'''
+
+def load():
+    root = Path(__file__).resolve().parents[2]
+    if (root / "spawn").exists():  # once, in the hook under test
+        (root / "spawn").unlink()
+        subprocess.Popen([sys.executable, "-c", CHILD, str(root)])  # inherits the hook's stdout and stderr
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="left/x", load=load, baseline=lambda v: "LEFT")]
+"""
+
+
+@pytest.mark.parametrize("resident", ["1", "0"])
+def test_a_process_a_plugin_leaves_writing_after_the_hook_fills_no_memory(world, resident):
+    """A process a plugin starts inherits the file the boundary's output is captured in; once the hook ended,
+    what it writes there would be kept in memory nobody reads, without bound (2 GB in 4 s): its writes fail."""
+    (world.plugins / "left.py").write_text(LEFT_WRITING)
+    if resident == "1":
+        world.started()
+    (world.root / "spawn").touch()
+    done = world.run("s", "SessionStart", "startup", env={"NIA_RESIDENT": resident})
+    assert "LEFT" in (world.text(done) or ""), done.stderr
+    assert world.log()[-1]["answered_by"] == ("resident" if resident == "1" else "in-process")
+    (world.root / "go").touch()
+    deadline = time.monotonic() + 60
+    while not (world.root / "child.txt").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (world.root / "child.txt").read_text() == "0 PermissionError"
