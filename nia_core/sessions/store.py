@@ -352,6 +352,7 @@ class Store(abc.ABC):
     def rest(self) -> None:
         """Called by a process that keeps this store open between uses, after each: leave the stored data whole
         outside the open connection (SQLite: a checkpoint). Nothing to do for most stores."""
+        return None
 
     def still_current(self) -> bool:
         """Whether a process that keeps this store open between uses (a resident process) may use it again.
