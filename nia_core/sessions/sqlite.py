@@ -425,12 +425,14 @@ class SQLiteStore(Store):
             self._conn.close()
 
     def shared_files_replaced(self) -> bool:
-        """The ``-wal`` or ``-shm`` this connection uses is no longer the file of that name (removed, or the
-        database replaced with its companions): SQLite shares one ``-shm`` per database among the connections of
+        """The ``-wal`` or ``-shm`` this connection uses is no longer the file of that name (removed) while the
+        database file is the same: SQLite shares one ``-shm`` per database among the connections of
         a process, so a connection opened now in this process would use the removed one and overwrite what
         another process wrote to the new ``-wal``, and closing this one would delete that ``-wal``."""
         known = self._companion_identities
-        return known is not None and [_identity(p) for p in self._companions()] != known
+        if known is None or self._identity is None or _identity(self.path) != self._identity:
+            return False  # a database moved or replaced whole has a -shm of its own: it is simply opened again
+        return [_identity(p) for p in self._companions()] != known
 
     def rest(self) -> None:
         """Copy what the write-ahead log holds into the database file and empty the log (a checkpoint), without

@@ -346,7 +346,7 @@ class Store(abc.ABC):
     def shared_files_replaced(self) -> bool:
         """Whether files this open store shares with other processes were replaced meanwhile, so that this process
         can neither use nor close it, nor open the store again, without losing what others wrote (SQLite: its
-        ``-wal`` or ``-shm`` removed). Such a process ends without closing it."""
+        ``-wal`` or ``-shm`` removed beside the same database file). Such a process ends without closing it."""
         return False
 
     def rest(self) -> None:
