@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from nia_core.resident import folder, scope
 
 TYPE_CHECKING = False  # not typing's: a thin client imports what it uses (typing costs it ~4 ms)
 if TYPE_CHECKING:
+    import socket
     from typing import Any
 
 MAX_REPLY = 64 * 1024 * 1024
@@ -154,6 +154,8 @@ def ask(host: str, data: bytes, found: dict[str, Any], wait: float) -> dict[str,
         "input": data.decode("utf-8", "surrogateescape"),
         "wait": wait,
     }
+    import socket  # here, once there is a resident to ask: a hook answered in-process never connects
+
     ends = time.monotonic() + wait
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(wait)
@@ -203,6 +205,8 @@ def printable(text: str) -> bool:
 
 def peer(conn: socket.socket) -> int:
     """The resident's process id, after checking that it runs as this user (``SO_PEERCRED``)."""
+    import socket
+
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         raise NoAnswer("resident processes need SO_PEERCRED (Linux)")

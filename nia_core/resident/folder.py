@@ -15,9 +15,12 @@ Standard library only: the thin client imports this module.
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from collections.abc import Callable
+
+TYPE_CHECKING = False  # not typing's: the thin client imports this module
+if TYPE_CHECKING:
+    import socket
 
 
 class Unsafe(OSError):

@@ -131,3 +131,10 @@ def test_an_unchanged_prompt_answered_in_process_imports_no_module_of_another_do
     hook_process(project, probe, "UserPromptSubmit")  # the entry-point cache is written by now
     err = hook_process(project, probe, "UserPromptSubmit", SHOW_MODULES="1").stderr
     assert set(err.rpartition("\nMODULES ")[2].split()) & OTHER_DOORS == set()
+
+
+def test_a_hook_that_asks_no_resident_process_loads_no_socket_code(project, probe):
+    """``NIA_RESIDENT=0`` (and a first hook, before any resident exists) never connects: ``socket`` is not loaded."""
+    hook_process(project, probe, "SessionStart", "startup", NIA_RESIDENT="0")
+    err = hook_process(project, probe, "UserPromptSubmit", NIA_RESIDENT="0", SHOW_MODULES="1").stderr
+    assert "socket" not in err.rpartition("\nMODULES ")[2].split()
