@@ -75,6 +75,7 @@ class _Round:
         self.results: dict[int, Outcome] = {}
         self.started = [0.0] * self.count
         self.runners: list[threading.Thread | None] = [None] * self.count
+        self.async_runner: threading.Thread | None = None
         self.finished = itertools.count(1)
         self.done = threading.Event()
         self.sync_indexes = [i for i, flag in enumerate(asynchronous) if not flag]
@@ -117,6 +118,13 @@ class _Round:
                 done.set()
 
     def async_worker(self) -> None:
+        self.async_runner = threading.current_thread()
+        try:
+            self._async_calls()
+        finally:
+            _given_up.discard(self.async_runner)  # its event loop is free again: whatever blocked it returned
+
+    def _async_calls(self) -> None:
         import asyncio  # only when a loader needs it: asyncio costs ~15 ms to import
 
         async def one(index: int) -> None:
@@ -161,11 +169,13 @@ class _Round:
                 continue
             elapsed = now - started
             if elapsed > self.timeouts[index]:
-                runner = None if index in self.async_set else self.runners[index]
+                synchronous = index not in self.async_set
+                runner = self.runners[index] if synchronous else self.async_runner
                 if runner is not None:
                     _given_up.add(runner)  # before settling: the worker discards it once the call returns
-                self.settle(index, Outcome("timeout", seconds=self.timeouts[index]))
-                if runner is not None and self.results[index].status != "timeout":
+                outcome = Outcome("timeout", seconds=self.timeouts[index])
+                self.settle(index, outcome)
+                if runner is not None and synchronous and self.results[index] is not outcome:
                     _given_up.discard(runner)  # the call returned first
             if elapsed > SLOW_AFTER and index not in self.async_set and index not in self.helped:
                 self.helped.add(index)

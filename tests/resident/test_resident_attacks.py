@@ -504,18 +504,22 @@ from nia_core import ContextSource, hookimpl
 def load():
     threading.Event().wait()  # never returns: its worker can never be handed another call
 
+async def load_async():
+    threading.Event().wait()  # blocks its event loop's thread: never returns either
+
 @hookimpl
 def nia_context_sources(location):
-    return [ContextSource(key="stuck/x", load=load, baseline="STUCK {}".format, timeout=0.1)]
+    return [ContextSource(key="stuck/x", load=LOAD, baseline="STUCK {}".format, timeout=0.1)]
 """
 
 
-def test_a_loader_that_never_returns_does_not_pile_up_threads_in_a_resident(world):
+@pytest.mark.parametrize("load", ["load", "load_async"])
+def test_a_loader_that_never_returns_does_not_pile_up_threads_in_a_resident(world, load):
     """Each hook gives up on the loader at its timeout and leaves its worker in the call: a resident ends once more
     than GIVEN_UP of them are held, rather than gaining a thread at every hook for as long as it lives."""
     from nia_core.resident.server import GIVEN_UP
 
-    (world.plugins / "stuck.py").write_text(STUCK)
+    (world.plugins / "stuck.py").write_text(STUCK.replace("LOAD", load))
     first = world.started()
     for number in range(GIVEN_UP + 1):
         done = world.run(f"s{number}", "SessionStart", "startup")
