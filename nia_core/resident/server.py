@@ -305,6 +305,10 @@ class Resident:
             return
         reply = self.answer(request)
         _send(conn, reply)
+        store = self.store
+        if store is not None:  # once answered: the database file alone holds what the hook admitted
+            with contextlib.suppress(Exception):
+                store.rest()
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.ending:
@@ -320,6 +324,12 @@ class Resident:
         if not self.answering.acquire(timeout=BUSY):
             return {"refused": f"the resident process was busy for {BUSY:g}s"}
         try:
+            if self.store is not None and self.store.shared_files_replaced():
+                self.end("the database's -wal or -shm was replaced")  # never closed: see shared_files_replaced
+                return {
+                    "refused": "the database's -wal or -shm was replaced; a new resident process starts",
+                    "start": True,
+                }
             changed = self.freshness.code_changed()
             if changed:
                 self.end(f"{changed} changed")

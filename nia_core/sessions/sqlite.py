@@ -193,6 +193,10 @@ def _ms(since: float) -> float:
     return (time.monotonic() - since) * 1000
 
 
+_left_open: list[sqlite3.Connection] = []
+"""Connections whose ``-wal`` or ``-shm`` was replaced: never closed (see :meth:`SQLiteStore.shared_files_replaced`)."""
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         info = os.stat(path)
@@ -262,6 +266,8 @@ class SQLiteStore(Store):
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._identity = _identity(self.path) if target is self.path else None
         """The database file's (device, inode) once open: :meth:`still_current` compares it."""
+        self._companion_identities: list[tuple[int, int] | None] | None = None
+        """The ``-wal`` and ``-shm`` files this connection uses, once :meth:`rest` saw them."""
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.url!r})"
@@ -410,12 +416,45 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         with self._lock:
+            if self.shared_files_replaced():
+                # Closing would checkpoint this connection's (removed) -wal into the database and then delete the
+                # -wal file of that name, another process's now, with what it committed: left open until this
+                # process ends (its own -wal holds nothing: :meth:`rest` emptied it).
+                _left_open.append(self._conn)
+                return
             self._conn.close()
 
+    def shared_files_replaced(self) -> bool:
+        """The ``-wal`` or ``-shm`` this connection uses is no longer the file of that name (removed) while the
+        database file is the same: SQLite shares one ``-shm`` per database among the connections of
+        a process, so a connection opened now in this process would use the removed one and overwrite what
+        another process wrote to the new ``-wal``, and closing this one would delete that ``-wal``."""
+        known = self._companion_identities
+        if known is None or self._identity is None or _identity(self.path) != self._identity:
+            return False  # a database moved or replaced whole has a -shm of its own: it is simply opened again
+        return [_identity(p) for p in self._companions()] != known
+
+    def rest(self) -> None:
+        """Copy what the write-ahead log holds into the database file and empty the log (a checkpoint), without
+        waiting for anyone: the file alone (a backup, a copy) then holds everything admitted, and a ``-wal`` or
+        ``-shm`` removed while this connection stays open (:meth:`still_current` then says no) loses nothing."""
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            except sqlite3.Error:
+                return
+            if self._companion_identities is None:
+                self._companion_identities = [_identity(p) for p in self._companions()]
+
     def still_current(self) -> bool:
-        """The file at :attr:`path` is still the one this connection has open, at nia's schema, no transaction left
-        open: a database deleted or replaced meanwhile (``rm``, a restored backup) is opened again by the caller."""
-        if self._identity is None or _identity(self.path) != self._identity:
+        """The file at :attr:`path` is still the one this connection has open, with the ``-wal`` and ``-shm`` it
+        uses, at nia's schema, no transaction left open: a database deleted or replaced meanwhile (``rm``, a
+        restored backup), or its companions removed, is opened again by the caller."""
+        if self._identity is None or _identity(self.path) != self._identity or self.shared_files_replaced():
             return False
         with self._lock:
             try:

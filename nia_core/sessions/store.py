@@ -343,6 +343,17 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    def shared_files_replaced(self) -> bool:
+        """Whether files this open store shares with other processes were replaced meanwhile, so that this process
+        can neither use nor close it, nor open the store again, without losing what others wrote (SQLite: its
+        ``-wal`` or ``-shm`` removed beside the same database file). Such a process ends without closing it."""
+        return False
+
+    def rest(self) -> None:
+        """Called by a process that keeps this store open between uses, after each: leave the stored data whole
+        outside the open connection (SQLite: a checkpoint). Nothing to do for most stores."""
+        return None
+
     def still_current(self) -> bool:
         """Whether a process that keeps this store open between uses (a resident process) may use it again.
 

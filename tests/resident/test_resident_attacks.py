@@ -626,3 +626,31 @@ def test_a_process_a_plugin_leaves_writing_after_the_hook_fills_no_memory(world,
     while not (world.root / "child.txt").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert (world.root / "child.txt").read_text() == "0 PermissionError"
+
+
+def test_what_a_resident_admitted_is_in_the_database_file_alone_and_survives_its_companions_removed(world, tmp_path):
+    """The resident keeps its connection open between hooks: what a hook admitted must not live only in the
+    ``-wal`` (a copy of the database file, a backup, would miss it), and a ``-wal``/``-shm`` removed meanwhile
+    must lose neither what it admitted nor what another process admits next."""
+    db = tmp_path / "nia.db"
+    world.env["NIA_DB"] = str(db)
+    world.started()
+    world.run("a", "SessionStart", "startup")
+    assert world.log()[-1]["answered_by"] == "resident"
+    backup = tmp_path / "backup.db"
+    backup.write_bytes(db.read_bytes())  # the file alone, as a backup copies it
+    listed = world.nia("session", "list", "--json", env={"NIA_DB": str(backup)})
+    assert len(json.loads(listed.stdout)) == 1, listed.stdout + listed.stderr
+    for companion in ("-wal", "-shm"):
+        Path(f"{db}{companion}").unlink(missing_ok=True)
+    world.run("b", "SessionStart", "startup", env={"NIA_RESIDENT": "0"})
+    first = world.ready()
+    world.run("a", "UserPromptSubmit")  # its connection cannot be used, nor closed: that resident ends
+    assert "-wal or -shm was replaced" in world.log()[-1]["fallback"]
+    world.gone(first["pid"])
+    world.ready()
+    world.run("a", "UserPromptSubmit")
+    assert world.log()[-1]["answered_by"] == "resident"
+    assert world.nia("hook", "stop").returncode == 0
+    listed = world.nia("session", "list", "--json")
+    assert len(json.loads(listed.stdout)) == 2, listed.stdout + listed.stderr
