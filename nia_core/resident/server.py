@@ -148,7 +148,9 @@ class Resident:
         as much as the rest of an unchanged prompt. Before each hook the kept
         one is checked (:meth:`Store.still_current`: the same file, nia's
         schema); one that fails the check, or a hook that raised through it,
-        closes it, and the next hook opens the store anew.
+        closes it, and the next hook opens the store anew. A store that cannot
+        tell (PostgreSQL: its pool holds a connection and threads of its own)
+        is closed when its hook is done, as in a hook's own process.
         """
         from nia_core.sessions import open_store
 
@@ -161,6 +163,8 @@ class Resident:
         except BaseException:
             self.close_store()
             raise
+        if not self.store.still_current():
+            self.close_store()
 
     def close_store(self) -> None:
         store, self.store = self.store, None

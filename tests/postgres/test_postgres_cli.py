@@ -144,3 +144,21 @@ def test_db_commands_work_on_sqlite_too(tmp_path: Path, monkeypatch: pytest.Monk
         f"schema version: {SCHEMA_VERSION} (current)",
         "sessions: 1 checked, all consistent",
     ]
+
+
+def test_a_resident_holds_no_postgresql_connection_between_hooks(pg_url: str, pg_admin: str, tmp_path: Path) -> None:
+    """A store that cannot say it is still the one it opened is closed after each hook, as in a hook's own process."""
+    from tests.resident.world import World
+
+    name = f"nia-resident-{tmp_path.name}"[:60]
+    world = World(tmp_path / "shop")
+    world.env["NIA_DB"] = f"{pg_url}&application_name={name}"
+    world.started()
+    try:
+        assert "ACME-RULE: one" in (world.text(world.run("s", "SessionStart", "startup")) or "")
+        assert world.log()[-1]["answered_by"] == "resident"
+        with psycopg.connect(pg_admin, autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)).fetchone()
+        assert row is not None and row[0] == 0
+    finally:
+        world.nia("hook", "stop")
