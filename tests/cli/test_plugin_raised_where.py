@@ -103,3 +103,19 @@ def test_an_installed_packs_file_outside_the_project_is_named_escaped_on_one_lin
     line = next(line for line in result.stderr.splitlines() if "'acme/loader'" in line)
     assert line.endswith(f"site\\x1b[31m\\x0apackages/acme.py:{LOADER_LINE}); counted unavailable"), line
     assert "\x1b" not in result.stderr
+
+
+@pytest.mark.parametrize("raised", ["SystemExit(3)", "KeyboardInterrupt()", "GeneratorExit()"])
+def test_a_loader_error_whose_message_raises_a_base_exception_is_reported_at_once(project, raised):
+    """Its ``__str__`` is the plugin's code, worded on the loader's worker: a ``SystemExit`` from it ended the
+    worker, so the boundary waited out the loader's timeout and reported a timeout instead of what it raised."""
+    (project / ".nia" / "plugins" / "x.py").write_text(
+        "from nia_core import ContextSource, hookimpl\n\n\nclass Odd(Exception):\n    def __str__(self):\n"
+        f"        raise {raised}\n\n\ndef load():\n    raise Odd()\n\n\n@hookimpl\ndef nia_context_sources(location):\n"
+        "    return [ContextSource(key='x/odd', load=load, baseline=lambda v: 'X', timeout=30)]\n"
+    )
+    result = CliRunner().invoke(cli, ["context", "show"])
+    assert result.exit_code == 0, result.output
+    name = raised.split("(")[0]
+    said = f"context source 'x/odd': loader raised Odd: (its message raised {name}) (.nia/plugins/x.py:10)"
+    assert said in result.stderr, result.stderr
