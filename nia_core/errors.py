@@ -80,7 +80,7 @@ def message_of(exc: BaseException | None) -> str:
     """``str(exc)``, or what went wrong making it: a plugin's exception words itself with its own code."""
     try:
         return str(exc)
-    except BaseException as failed:  # noqa: BLE001 - a report must never fail for its wording
+    except BaseException as failed:  # a report must never fail for its wording
         # A __str__ raising SystemExit or KeyboardInterrupt is the plugin's own (on a loader's worker it ended the
         # worker, and the boundary waited out the loader's timeout); only the user's Ctrl-C goes on.
         from nia_core.process import is_user_interrupt
