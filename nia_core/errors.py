@@ -82,10 +82,10 @@ def message_of(exc: BaseException | None) -> str:
         return str(exc)
     except BaseException as failed:  # a report must never fail for its wording
         # A __str__ raising SystemExit or KeyboardInterrupt is the plugin's own (on a loader's worker it ended the
-        # worker, and the boundary waited out the loader's timeout); only the user's Ctrl-C goes on.
-        from nia_core.process import is_user_interrupt
+        # worker, and the boundary waited out the loader's timeout); the user's Ctrl-C reaches the main thread.
+        import threading
 
-        if is_user_interrupt(failed):
+        if isinstance(failed, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
             raise
         return f"(its message raised {type(failed).__name__})"
 
