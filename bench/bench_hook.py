@@ -222,10 +222,11 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
     script = str(python.parent / "nia")
     nia = [script, "hook", "claude-code"]
     plain = make_project(work, "plain")
+    changing = make_project(work, "changing")  # the change rows' own: the unchanged rows' project never changes
     counter = iter(range(1, 10**6))
 
     def change() -> None:
-        (plain / "rule.txt").write_text(f"rule {next(counter)}\n")
+        (changing / "rule.txt").write_text(f"rule {next(counter)}\n")
 
     site = work / "site"
     site.mkdir()
@@ -245,7 +246,7 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
         Row("python -c 'import socket, json'", [str(python), "-c", "import socket, json"], env, work),
         Row("shell hook (echo a fixed string)", ["sh", "-c", "echo fixed context"], env, work),
     ]
-    starts = [(plain, env, "s1"), (many, env20, "s2"), (slow, env, "s5")]
+    starts = [(plain, env, "s1"), (changing, env, "s11"), (many, env20, "s2"), (slow, env, "s5")]
     if repository is not None:
         starts.append((repository, env, "s3"))
         rows.append(
@@ -275,7 +276,14 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
         Row(
             "resident, unchanged, 20 installed plugins", nia, resident20, many, payload(many, "UserPromptSubmit", "s6")
         ),
-        Row("resident, one change", nia, resident, plain, payload(plain, "UserPromptSubmit", "s7"), before=change),
+        Row(
+            "resident, one change",
+            nia,
+            resident,
+            changing,
+            payload(changing, "UserPromptSubmit", "s7"),
+            before=change,
+        ),
         Row(
             "resident, unchanged, 1 s loader, refresh=60",
             nia,
@@ -283,8 +291,15 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
             slow,
             payload(slow, "UserPromptSubmit", "s8"),
         ),
-        Row("in-process, built-ins, unchanged", nia, env, plain, ups),
-        Row("in-process, one change", nia, env, plain, ups, before=change),
+        Row("in-process, unchanged, built-ins + local plugin", nia, env, plain, ups),
+        Row(
+            "in-process, one change",
+            nia,
+            env,
+            changing,
+            payload(changing, "UserPromptSubmit", "s11"),
+            before=change,
+        ),
         Row("in-process, 20 installed plugins, unchanged", nia, env20, many, ups20),
     ]
     if repository is not None:
