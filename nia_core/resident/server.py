@@ -26,7 +26,8 @@ it differs:
 It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
 asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, after a
 hook during which a plugin left a thread nia had to abandon (a hung import),
-and after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running.
+after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running, and after a
+hook that leaves more than half its limit of open files open.
 It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
@@ -396,7 +397,27 @@ class Resident:
             self.end("a plugin left a thread nia had to abandon")
         elif still_running() > GIVEN_UP:
             self.end(f"{still_running()} loader or producer calls past their timeout are still running")
+        elif (files := _open_files()) > _open_files_allowed():
+            self.end(f"{files} files are open (plugins left them open)")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+
+def _open_files() -> int:
+    """The descriptors this process has open (``/proc``: resident processes need Linux)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def _open_files_allowed() -> int:
+    """Half the process's limit of open files: a plugin that leaves some open at every hook (a ``Popen`` never
+    waited for, a file never closed) would otherwise use them all up, and every later hook's files (the
+    project's, the plugins', the store's) would fail to open, where a hook in its own process starts with none."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft // 2 if soft != resource.RLIM_INFINITY else 1 << 20
 
 
 def _is_nias(path: str) -> bool:

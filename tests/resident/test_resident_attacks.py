@@ -658,3 +658,41 @@ def test_what_a_resident_admitted_is_in_the_database_file_alone_and_survives_its
     assert world.nia("hook", "stop").returncode == 0
     listed = world.nia("session", "list", "--json")
     assert len(json.loads(listed.stdout)) == 2, listed.stdout + listed.stderr
+
+
+LEAKY = """
+import os
+from nia_core import ContextSource, hookimpl
+
+def load():
+    for _ in range(60):
+        os.open(os.devnull, os.O_RDONLY)  # never closed: a sloppy plugin, not a hostile one
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="leaky/x", load=load, baseline=lambda v: "LEAKY")]
+"""
+
+
+def test_a_plugin_leaving_files_open_at_every_hook_does_not_use_up_a_residents_descriptors(world):
+    """With 256 files allowed, the resident (started by a hook, with its limits) ran out after a few hooks and every
+    later hook's loaders failed with EMFILE, where a hook in its own process starts with no file open."""
+    import resource
+
+    (world.plugins / "leaky.py").write_text(LEAKY)
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    def hook(session: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*HOOK, "claude-code"], input=world.payload(session, "SessionStart", "startup"),
+            capture_output=True, text=True, env=world.env, cwd=world.root, timeout=120, preexec_fn=limited,
+        )  # fmt: skip
+
+    hook("warm-up")
+    world.ready()
+    runs = [hook(f"s{number}") for number in range(6)]
+    assert all("LEAKY" in (world.text(done) or "") for done in runs), [done.stderr for done in runs]
+    assert "resident" in [e["answered_by"] for e in world.log()]
