@@ -27,7 +27,7 @@ It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
 asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, after a
 hook during which a plugin left a thread nia had to abandon (a hung import),
 after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running, and after a
-hook that leaves more than half its limit of open files open.
+hook that leaves more than half its limit of open files open or more than :data:`THREADS` threads running.
 It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
@@ -68,6 +68,11 @@ GIVEN_UP = 8
 """Loader or producer calls past their timeout that may still be running after a hook: each holds a thread (and
 whatever it holds) until it returns, and a loader that never returns would leave one more at every hook. A slow
 first load of a ``refresh`` source, and the hooks waiting for it meanwhile, stay well under it."""
+
+THREADS = 256
+"""Threads after a hook past which a resident ends: a plugin that starts one at every hook and never ends it
+would otherwise add threads (and what they hold) for as long as the resident lives; nia's own are a few, and
+one per ``refresh`` source."""
 
 
 def idle_seconds() -> float:
@@ -399,6 +404,8 @@ class Resident:
             self.end(f"{still_running()} loader or producer calls past their timeout are still running")
         elif (files := _open_files()) > _open_files_allowed():
             self.end(f"{files} files are open (plugins left them open)")
+        elif threading.active_count() > THREADS:
+            self.end(f"{threading.active_count()} threads are running (plugins left them running)")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
 
 

@@ -696,3 +696,30 @@ def test_a_plugin_leaving_files_open_at_every_hook_does_not_use_up_a_residents_d
     runs = [hook(f"s{number}") for number in range(6)]
     assert all("LEAKY" in (world.text(done) or "") for done in runs), [done.stderr for done in runs]
     assert "resident" in [e["answered_by"] for e in world.log()]
+
+
+SPINNER = """
+import threading
+from nia_core import ContextSource, hookimpl
+
+def load():
+    for _ in range(100):
+        threading.Thread(target=threading.Event().wait, daemon=True).start()  # never ends
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="spinner/x", load=load, baseline=lambda v: "SPUN")]
+"""
+
+
+def test_a_plugin_starting_threads_at_every_hook_does_not_pile_them_up_in_a_resident(world):
+    """Each ends with a hook's own process; in a resident they added up for as long as it lived."""
+    from nia_core.resident.server import THREADS
+
+    (world.plugins / "spinner.py").write_text(SPINNER)
+    first = world.started()
+    for number in range(THREADS // 100 + 1):
+        assert "SPUN" in (world.text(world.run(f"s{number}", "SessionStart", "startup")) or "")
+    assert "resident" in [e["answered_by"] for e in world.log()]
+    world.gone(first["pid"])
