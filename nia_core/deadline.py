@@ -2,8 +2,8 @@
 
 A plugin's code can loop forever anywhere: at import, in a hook, a renderer,
 a codec, an exception's ``__str__``. nia runs each such call on a daemon
-worker thread (reused from one call to the next) and waits at most its
-deadline. Python cannot stop a thread: past the deadline the call is
+worker thread (kept from one call to the next: :mod:`nia_core.workers`) and
+waits at most its deadline. Python cannot stop a thread: past the deadline the call is
 abandoned (it keeps running until the process ends; see
 :func:`nia_core.process.abandon`), the caller gets :class:`Late`, and the
 next call gets a fresh worker.
@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import nia_core.workers as workers
 from nia_core.errors import one_line, raised_at
 from nia_core.process import abandon
 
@@ -77,58 +78,8 @@ class Outcome(NamedTuple):
     error: PluginRaised | Late | None = None
 
 
-class _Worker:
-    """A daemon thread that runs calls one at a time: many calls start one thread, not many.
-
-    Starting a thread (and waiting until it runs) costs more than most calls
-    into a plugin, and a busy machine makes it worse. A worker whose call ran
-    past its deadline is abandoned with it; the next call gets a new worker.
-    """
-
-    def __init__(self, name: str) -> None:
-        self.posted = threading.Semaphore(0)
-        self.job: tuple[Callable[[], Any], dict[str, Any], threading.Event] | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True, name=name)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            self.posted.acquire()
-            if self.job is None:  # let go: another worker is kept
-                return
-            call, outcome, done = self.job
-            self.job = None
-            try:
-                outcome["value"] = call()
-            except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
-                outcome["error"] = exc
-                outcome["text"] = worded(exc)  # the plugin's __str__, on this thread, under the deadline
-            del call
-            done.set()
-
-
 WORKER = "nia-plugin-code"
 """The name of the worker threads (imports run on ``nia-plugin-import``)."""
-
-_idle: dict[str, _Worker] = {}
-_idle_lock = threading.Lock()
-
-
-def _take_worker(name: str) -> _Worker:
-    with _idle_lock:
-        worker = _idle.pop(name, None)
-    if worker is None or not worker.thread.is_alive():  # (a forked child has none of its parent's threads)
-        worker = _Worker(name)
-    return worker
-
-
-def _give_back(worker: _Worker) -> None:
-    with _idle_lock:
-        if worker.thread.name not in _idle:
-            _idle[worker.thread.name] = worker
-            return
-    worker.job = None  # two callers at once: one worker is kept, the other ends
-    worker.posted.release()
 
 
 def call(function: Callable[[], Any], seconds: float, *, thread: str = WORKER) -> Any:
@@ -136,13 +87,19 @@ def call(function: Callable[[], Any], seconds: float, *, thread: str = WORKER) -
     :class:`PluginRaised` for whatever it raised."""
     outcome: dict[str, Any] = {}
     done = threading.Event()
-    worker = _take_worker(thread)
-    worker.job = (function, outcome, done)
-    worker.posted.release()
+
+    def job() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # noqa: BLE001 - whatever the plugin raised, reported by the caller
+            outcome["error"] = exc
+            outcome["text"] = worded(exc)  # the plugin's __str__, on this thread, under the deadline
+        done.set()
+
+    worker = workers.start(job, thread)
     if not done.wait(seconds):
-        abandon(worker.thread)
+        abandon(worker)  # never handed another call: it is still in this one
         raise Late(seconds)
-    _give_back(worker)
     if "error" in outcome:
         raise PluginRaised(outcome.pop("error"), outcome.pop("text", None)) from None
     return outcome.get("value")

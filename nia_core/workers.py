@@ -1,4 +1,4 @@
-"""Daemon threads kept between jobs: nia's rounds of plugin calls and the resident's hooks reuse them.
+"""Daemon threads kept between jobs: every call into plugin code, nia's rounds of them and the resident's hooks.
 
 Starting a thread, and waiting until it runs, costs more than most of what
 nia hands it on a busy machine (0.3-1 ms each on two loaded cores): a
@@ -57,8 +57,8 @@ _idle: dict[str, list[_Worker]] = {}
 _lock = threading.Lock()
 
 
-def start(job: Callable[[], None], name: str) -> None:
-    """Run ``job()`` on a daemon thread named ``name``: an idle one of that name, else a new one."""
+def start(job: Callable[[], None], name: str) -> threading.Thread:
+    """Run ``job()`` on a daemon thread named ``name``: an idle one of that name, else a new one; that thread."""
     with _lock:
         idle = _idle.get(name)
         worker = idle.pop() if idle else None
@@ -66,6 +66,7 @@ def start(job: Callable[[], None], name: str) -> None:
         worker = _Worker(name)
     worker.job = job
     worker.posted.release()
+    return worker.thread
 
 
 def _forget() -> None:
