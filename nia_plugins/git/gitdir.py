@@ -9,8 +9,14 @@ from nia_plugins.git.repository import Repository, read_small
 WATCHED_IN_GITDIR = ("HEAD", "index", "config.worktree", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG")
 WATCHED_IN_GITDIR += ("rebase-merge", "rebase-apply")
 """Per-worktree files git updates when HEAD, the index or an operation moves."""
-WATCHED_IN_COMMONDIR = ("packed-refs", "config", os.path.join("logs", "refs", "stash"), "reftable/tables.list")
-"""Shared files git updates when refs, the config or the stash move."""
+WATCHED_IN_COMMONDIR = (
+    "packed-refs",
+    "config",
+    os.path.join("logs", "refs", "stash"),
+    "reftable/tables.list",
+    "info/exclude",
+)
+"""Shared files git updates when refs, the config or the stash move; and the repository's own ignore rules."""
 PER_WORKTREE_REFS = ("refs/bisect/", "refs/worktree/", "refs/rewritten/")
 
 

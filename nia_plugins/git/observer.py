@@ -75,6 +75,8 @@ class Observer:
         self._lock = threading.Lock()
         self._scope, self._strip, self._prepend = self._scoping()
         self._watcher: TreeWatcher | None = None
+        self._answered = True
+        """False after git timed out: events were read from the queue that no status has answered yet."""
         self._unwatched = ""
         """Why the tree is not watched (said once in the log), once watching was tried."""
         moving = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
@@ -122,9 +124,9 @@ class Observer:
         signature = self.signature()
         watcher = self._watcher
         seen = watcher.seen() if watcher is not None else None
-        if self._value is not None and signature == self._signature:
-            if watcher is None:
-                fresh = now - self._checked < self.settings.refresh
+        if self._value is not None and signature == self._signature and self._answered:
+            if watcher is None or self._value.error:  # an error is asked again after the refresh interval
+                fresh = now - self._checked < self.settings.refresh and seen in (None, "nothing")
             else:
                 fresh = seen == "nothing" and now - self._checked < max(self.settings.refresh, watcher.refresh)
             if fresh:
@@ -138,6 +140,7 @@ class Observer:
             value = self._status(self._head_may_have_moved(signature), watch)
         except GitTimedOut as exc:
             self._report(str(exc))
+            self._answered = False  # what the queue held is read: git must look at the next boundary
             if self._value is not None and not self._value.error:
                 return UNAVAILABLE  # the model keeps what it was told; the next boundary tries again
             return GitStatus(error=str(exc))  # never block a session on a slow repository; retried next time
@@ -146,6 +149,7 @@ class Observer:
             value = GitStatus(error=str(exc))
         else:
             self._report("")
+        self._answered = True
         if self._refs != refs:  # HEAD now points elsewhere: watch the new ref from here on
             signature = signature[: len(self._fixed)] + tuple(file_signature(path) for path in self._refs)
         self._signature, self._checked = signature, now
@@ -193,31 +197,35 @@ class Observer:
                 raise GitFailed(outside)
             overrides = read_configuration(config, budget)  # before `git status`, always: it needs them
             if watch:
-                self._watch(git, overrides)
+                self._watch(git, overrides, budget)
             return self._described(git, budget, head, overrides)
         finally:
             for started in (head, config):
                 if started is not None:
                     stop_git(started)  # done, not needed, or the observation failed: killed if still running, reaped
 
-    def _watch(self, git: GitProgram, overrides: tuple[tuple[str, str], ...]) -> None:
+    def _watch(self, git: GitProgram, overrides: tuple[tuple[str, str], ...], budget: Budget) -> None:
         """Set a watch on every folder of the tree git does not ignore, before ``git status`` looks at it.
 
         Anything that changes after the watches are set is in the next
         observation's queue; anything before, git is about to see. Folders git
         ignores are left out (``git ls-files`` says which, with the same
-        overrides and a share of the time budget of its own): a change there
-        is no change of the status.
+        overrides, within the observation's ``budget`` and a third of it at
+        most): a change there is no change of the status. Only a folder an
+        ignore rule names is left out, not one git lists because each file in
+        it is ignored (a ``*.o`` rule): a new file there may not be.
         """
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
+        share = Budget(budget.seconds, min(budget.deadline, time.monotonic() + self.settings.timeout / 3))
         args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", *self._scope]
         try:
-            code, out, _err = run_git(git, self.repo, "ls-files", args, Budget.of(self.settings.timeout / 3), overrides)
-        except GitFailed as exc:
-            code, out = -1, str(exc).encode()
-        if code != 0:
+            code, out, _err = run_git(git, self.repo, "ls-files", args, share, overrides)
+            ignored = self._ignored_folders(git, overrides, share, out) if code == 0 else None
+        except GitFailed:
+            ignored = None
+        if ignored is None:
             self._unwatched = "git could not list the folders it ignores"
             log.debug("%s: the working tree is not watched: %s", KEY, self._unwatched)
             return
@@ -225,19 +233,51 @@ class Observer:
 
         top = self.root if self._strip else self.repo.worktree
         skipped = {
-            os.fsdecode(path[len(self._strip) :].rstrip(b"/"))
-            for path in out.split(b"\0")
-            if path.endswith(b"/") and path.startswith(os.fsencode(self._strip))
+            os.fsdecode(path[len(self._strip) :]) for path in ignored if path.startswith(os.fsencode(self._strip))
         }
         own = os.path.relpath(os.path.join(self.root, ".nia"), top).replace(os.sep, "/")
         skipped.update(f"{own}/{name}" for name in GENERATED_NAMES)
-        deadline = time.monotonic() + self.settings.timeout / 3
-        watcher = TreeWatcher.start(top, skipped, {own: frozenset(GENERATED_NAMES)}, deadline)
+        parts = self._strip.rstrip("/").split("/")[:-1] if self._strip else None
+        above = (
+            () if parts is None else tuple(os.path.join(self.repo.worktree, *parts[:n]) for n in range(len(parts) + 1))
+        )
+        watcher = TreeWatcher.start(top, skipped, {own: frozenset(GENERATED_NAMES)}, share.deadline, above)
         if isinstance(watcher, str):
             self._unwatched = watcher
             log.debug("%s: the working tree is not watched: %s", KEY, watcher)
         else:
             self._watcher = watcher
+
+    def _ignored_folders(
+        self, git: GitProgram, overrides: tuple[tuple[str, str], ...], budget: Budget, listed: bytes
+    ) -> list[bytes] | None:
+        """The folders of ``git ls-files --ignored --directory``'s answer an ignore rule names; ``None``: unknown.
+
+        git lists a folder whose files are all ignored too (and those files
+        after it); ``git check-ignore`` says which of the folders it listed
+        alone a rule names (``./`` in front: a name is never read as pathspec
+        magic; one answer line per path, in order, ``::`` when no rule names it).
+        """
+        entries = sorted(path for path in listed.split(b"\0") if path)
+        alone = [
+            path.rstrip(b"/")
+            for index, path in enumerate(entries)
+            if path.endswith(b"/") and not (index + 1 < len(entries) and entries[index + 1].startswith(path))
+        ]
+        ignored: list[bytes] = []
+        while alone:
+            batch, size = [], 0
+            while alone and size < 65536:
+                batch.append(alone.pop())
+                size += len(batch[-1]) + 3
+            args = ["check-ignore", "--verbose", "--non-matching", "--no-index", "--"]
+            paths = ["./" + os.fsdecode(path) for path in batch]
+            code, out, _err = run_git(git, self.repo, "check-ignore", [*args, *paths], budget, overrides)
+            lines = out.split(b"\n")[: len(batch)]
+            if code not in (0, 1) or len(lines) != len(batch):
+                return None
+            ignored += [path for path, line in zip(batch, lines, strict=True) if not line.startswith(b"::\t")]
+        return ignored
 
     def _described(
         self, git: GitProgram, budget: Budget, head: Started | None, overrides: tuple[tuple[str, str], ...]

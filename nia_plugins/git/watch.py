@@ -63,6 +63,7 @@ _WATCH_MASK = _EVENTS | _ONLYDIR | _DONT_FOLLOW | _EXCL_UNLINK
 _FOLDER_EVENTS = 0x400 | 0x800 | 0x2000 | 0x4000 | 0x8000
 """DELETE_SELF, MOVE_SELF, UNMOUNT, Q_OVERFLOW, IGNORED: a watched folder went away, or events were lost."""
 _ISDIR = 0x40000000
+_IGNORE_FILES = frozenset({".gitignore"})
 _NONBLOCK, _CLOEXEC = os.O_NONBLOCK, os.O_CLOEXEC
 _HEADER = struct.Struct("iIII")
 """``struct inotify_event``: wd, mask, cookie, len; then ``len`` bytes of name."""
@@ -111,6 +112,8 @@ class TreeWatcher:
         """Closed when the observer holding it goes (a plugin reloaded, the process ending)."""
         self._quiet: dict[int, frozenset[str]] = {}
         """Names whose events mean nothing, per watch: what nia itself writes in a project's ``.nia/``."""
+        self._only: dict[int, frozenset[str]] = {}
+        """Names whose events alone count, per watch: the ignore files of the folders above a project."""
         self._reading = threading.Lock()
         """Held while the queue is read or closed: a closed descriptor's number is soon another file's."""
         evicted = []
@@ -126,14 +129,24 @@ class TreeWatcher:
                 oldest.close()
 
     @classmethod
-    def start(cls, top: str, skipped: set[str], quiet: dict[str, frozenset[str]], deadline: float) -> TreeWatcher | str:
+    def start(
+        cls,
+        top: str,
+        skipped: set[str],
+        quiet: dict[str, frozenset[str]],
+        deadline: float,
+        above: tuple[str, ...] = (),
+    ) -> TreeWatcher | str:
         """Watch every folder under ``top`` but ``skipped`` (paths relative to ``top``); or why it cannot.
 
         A folder named ``.git`` is never entered; a folder holding one (a
         submodule, a nested clone) gives up: a commit there moves its HEAD
         without touching a file of this tree. ``quiet`` maps a folder (relative
         to ``top``) to the names whose events are ignored there. Listing the
-        tree past ``deadline`` (monotonic) gives up too.
+        tree past ``deadline`` (monotonic) gives up too. ``above`` are folders
+        (absolute) whose ``.gitignore`` alone counts: those between the work
+        tree's top and a project that is a folder of it, whose ignore rules
+        apply to the project too.
         """
         libc = _libc()
         if libc is None:
@@ -142,11 +155,19 @@ class TreeWatcher:
         if fd < 0:
             return f"inotify could not be started ({os.strerror(_errno())})"
         watcher = cls(libc, fd)
-        why = watcher._watch_tree(top, skipped, quiet, deadline)
+        why = watcher._watch_above(above) or watcher._watch_tree(top, skipped, quiet, deadline)
         if why is not None:
             watcher.close()
             return why
         return watcher
+
+    def _watch_above(self, folders: tuple[str, ...]) -> str | None:
+        for folder in folders:
+            wd = self._libc.inotify_add_watch(self.fd, os.fsencode(folder), _WATCH_MASK)
+            if wd < 0:
+                return f"a folder above the project could not be watched ({os.strerror(_errno())})"
+            self._only[wd] = _IGNORE_FILES
+        return None
 
     def _watch_tree(self, top: str, skipped: set[str], quiet: dict[str, frozenset[str]], deadline: float) -> str | None:
         pending = [""]
@@ -213,6 +234,11 @@ class TreeWatcher:
                 wd, mask, _cookie, size = _HEADER.unpack_from(data, offset)
                 name = data[offset + _HEADER.size : offset + _HEADER.size + size].split(b"\0", 1)[0]
                 offset += _HEADER.size + size
+                only = self._only.get(wd)
+                if only is not None:  # a folder above the project: only its ignore file, or the folder itself
+                    if mask & _FOLDER_EVENTS or os.fsdecode(name) in only:
+                        return "folders"
+                    continue
                 if mask & _FOLDER_EVENTS or (mask & _ISDIR and not mask & 0x4) or name == b".gitignore":
                     if name and os.fsdecode(name) in self._quiet.get(wd, ()):
                         continue

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
 import sys
 import time
 
@@ -27,6 +29,36 @@ def repo(nia_project) -> Repo:
     repo = Repo.init(nia_project.root)
     repo.commit("Initial commit", **{"app.py": "print('app')\n", ".gitignore": "build/\n.nia/\n"})
     return repo
+
+
+@pytest.fixture
+def slow_git(tmp_path, monkeypatch):
+    """A ``git`` first on PATH that sleeps (``slow(NAME, seconds)``) or fails (``slow(NAME, "fail")``) when its
+    arguments hold NAME, then runs the real one."""
+    real = shutil.which("git")
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do\n'
+        f'  if [ -e {tmp_path}/slow-"$a" ]; then sleep "$(cat {tmp_path}/slow-"$a")"; fi\n'
+        f'  if [ -e {tmp_path}/fail-"$a" ]; then exit 1; fi\n'
+        "done\n"
+        f'exec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+    def slow(name: str, seconds: float | str | None) -> None:
+        for marker in (tmp_path / f"slow-{name}", tmp_path / f"fail-{name}"):
+            marker.unlink(missing_ok=True)
+        if seconds == "fail":
+            (tmp_path / f"fail-{name}").touch()
+        elif seconds is not None:
+            (tmp_path / f"slow-{name}").write_text(f"{seconds}\n")
+
+    return slow
 
 
 def statuses(fake_git) -> int:
@@ -222,3 +254,114 @@ def test_a_tree_with_too_many_entries_to_list_is_looked_at_after_the_refresh_int
     quiet_boundary(chat)
 
     assert statuses(fake_git) - before == 1
+
+
+def test_a_new_file_in_a_folder_whose_files_are_all_ignored_is_seen_at_the_next_boundary(fake_git, nia_project):
+    repo = Repo.init(nia_project.root)
+    repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": "*.o\n.nia/\n"})
+    repo.write("objs/a.o", "object\n")  # git lists `objs/` among the ignored folders: no rule names it
+    chat = watched_conversation(nia_project.location)
+
+    repo.write("objs/new.c", "int x;\n")
+    created = chat.boundary()
+
+    assert created.text == "Working tree: 1 new untracked file (`objs/`)."
+
+
+def test_a_change_of_the_repositorys_own_exclude_file_is_seen_at_the_next_boundary(fake_git, nia_project):
+    repo = Repo.init(nia_project.root)
+    repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": ".nia/\n"})
+    repo.write(".git/info/exclude", "build/\n")
+    repo.write("build/out.txt", "1\n")
+    chat = watched_conversation(nia_project.location)
+
+    repo.write(".git/info/exclude", "# nothing\n")
+    uncovered = chat.boundary()
+
+    assert uncovered.text == "Working tree: 1 new untracked file (`build/`)."
+
+
+def test_a_change_of_an_ignore_file_above_a_project_inside_a_larger_repository_is_seen_at_the_next_boundary(
+    fake_git, tmp_path
+):
+    repo = Repo.init(tmp_path / "mono")
+    repo.commit("Initial commit", **{"app/main.py": "x = 1\n", "other/x.py": "x\n", ".gitignore": ".nia/\nbuild/\n"})
+    repo.write("app/.nia/project.toml", "")
+    repo.write("app/build/out.txt", "1\n")
+    chat = watched_conversation(locate(tmp_path / "mono" / "app"))
+    before = statuses(fake_git)
+
+    repo.write("README.md", "beside the project, above it\n")
+    (tmp_path / "mono" / "docs").mkdir()
+    beside = quiet_boundary(chat)
+    beside_runs = statuses(fake_git) - before
+    repo.write(".gitignore", ".nia/\n")
+    uncovered = chat.boundary()
+
+    assert (beside.kind, beside_runs) == ("unchanged", 0)
+    assert uncovered.text == "Working tree: 1 new untracked file (`build/`)."
+
+
+def test_an_edit_read_from_the_queue_before_git_timed_out_is_seen_at_the_next_boundary(slow_git, repo, nia_project):
+    chat = watched_conversation(nia_project.location, timeout=1.0)
+
+    repo.write("app.py", "print('edited')\n")
+    slow_git("status", 5)
+    timed_out = chat.boundary()
+    slow_git("status", None)
+    edited = quiet_boundary(chat)
+
+    assert timed_out.kind == "unchanged"
+    assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
+
+
+def test_a_failed_status_of_a_watched_tree_is_asked_again_after_the_refresh_interval(slow_git, repo, nia_project):
+    chat = watched_conversation(nia_project.location)
+
+    repo.write("app.py", "print('edited')\n")
+    slow_git("status", "fail")
+    failed = chat.boundary()
+    slow_git("status", None)
+    again = quiet_boundary(chat)
+
+    assert "no longer available (`git status` failed with exit status 1)" in failed.text
+    assert again.text.startswith("The git status is available again.")
+    assert "`app.py` (modified)" in again.text
+
+
+def test_listing_the_folders_git_ignores_shares_the_observations_time_budget(slow_git, repo, nia_project):
+    chat = watched_conversation(nia_project.location, timeout=2.0)
+    repo.write("lib/util.py", "x = 1\n")  # a new folder: the watches are set again, and git lists what it ignores
+
+    slow_git("config", 1.8)
+    slow_git("ls-files", 0.7)
+    started = time.monotonic()
+    chat.boundary()
+    took = time.monotonic() - started
+
+    assert took < 2.0 + 0.3  # the observation's budget, and no more (ls-files alone would end past 2.5 s)
+
+
+def test_fifos_sockets_symlink_loops_and_deep_folders_are_watched_without_following_nor_opening_them(
+    fake_git, repo, nia_project
+):
+    root = nia_project.root
+    os.mkfifo(root / "fifo")
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(root / "socket"))
+    (root / "loop").mkdir()
+    os.symlink("..", root / "loop" / "up")
+    os.symlink("itself", root / "itself")
+    deep = root.joinpath(*["d" * 50] * 60)  # a path of 3,000 characters
+    deep.mkdir(parents=True)
+    chat = watched_conversation(nia_project.location)
+    before = statuses(fake_git)
+
+    quiet = quiet_boundary(chat)
+    quiet_runs = statuses(fake_git) - before
+    (deep / "x.txt").write_text("1\n")
+    created = chat.boundary()
+    listening.close()
+
+    assert (quiet.kind, quiet_runs) == ("unchanged", 0)
+    assert created.kind == "updated"
