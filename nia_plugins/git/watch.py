@@ -18,6 +18,7 @@ ignore file) is covered by :data:`WATCHED_REFRESH`.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import struct
@@ -92,6 +93,28 @@ def _libc() -> ctypes.CDLL | None:
 _watching: dict[int, weakref.ref[TreeWatcher]] = {}
 """The trees this process watches, the one read least recently first."""
 _watching_lock = threading.Lock()
+
+
+def _forget_in_child() -> None:
+    """A process forked here (a plugin's helper) holds none of this process's queues.
+
+    Its copy of a descriptor would keep the kernel's queue and its watches
+    (of the user's limited number) alive after this process closed it, and a
+    read of it there would take events this process needed. Its locks are new:
+    another thread may have held one when it was forked.
+    """
+    global _watching_lock
+    _watching_lock = threading.Lock()
+    for ref in list(_watching.values()):
+        watcher = ref()
+        if watcher is not None:
+            watcher._reading = threading.Lock()
+            with contextlib.suppress(OSError):
+                watcher._closed()
+    _watching.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _errno() -> int:

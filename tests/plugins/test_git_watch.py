@@ -221,7 +221,13 @@ def test_refresh_zero_runs_git_at_every_boundary(fake_git, repo, nia_project):
 
 def inotify_queues() -> int:
     folder = "/proc/self/fd"
-    return sum(1 for fd in os.listdir(folder) if os.path.realpath(os.path.join(folder, fd)) == "anon_inode:inotify")
+    found = 0
+    for fd in os.listdir(folder):
+        try:
+            found += os.readlink(os.path.join(folder, fd)) == "anon_inode:inotify"  # realpath makes it a path
+        except OSError:
+            continue  # the descriptor listdir itself had open
+    return found
 
 
 def test_a_process_watches_a_few_trees_at_most_and_one_it_stopped_watching_still_sees_edits(fake_git, tmp_path):
@@ -237,7 +243,7 @@ def test_a_process_watches_a_few_trees_at_most_and_one_it_stopped_watching_still
     repos[0].write("app.py", "x = 2\n")
     edited = chats[0].boundary()
 
-    assert queues <= WATCHED_TREES
+    assert 0 < queues <= WATCHED_TREES
     assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
 
 
@@ -365,3 +371,23 @@ def test_fifos_sockets_symlink_loops_and_deep_folders_are_watched_without_follow
 
     assert (quiet.kind, quiet_runs) == ("unchanged", 0)
     assert created.kind == "updated"
+
+
+def test_a_process_forked_after_the_watches_are_set_holds_none_of_them(fake_git, repo, nia_project):
+    """A plugin's helper process would keep the kernel's queue alive after nia closed it, and read its events."""
+    chat = watched_conversation(nia_project.location)
+    reading, writing = os.pipe()
+
+    pid = os.fork()
+    if pid == 0:
+        os.write(writing, str(inotify_queues()).encode())
+        os._exit(0)
+    os.close(writing)
+    in_child = os.read(reading, 16)
+    os.close(reading)
+    os.waitpid(pid, 0)
+    repo.write("app.py", "print('edited')\n")
+    edited = chat.boundary()
+
+    assert (inotify_queues() > 0, in_child) == (True, b"0")
+    assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
