@@ -391,3 +391,17 @@ def test_a_process_forked_after_the_watches_are_set_holds_none_of_them(fake_git,
 
     assert (inotify_queues() > 0, in_child) == (True, b"0")
     assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
+
+
+def test_the_git_calls_that_list_ignored_folders_get_the_overrides_and_environment_of_git_status(
+    fake_git, nia_project
+):
+    repo = Repo.init(nia_project.root)
+    repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": "*.o\n.nia/\n"})
+    repo.write("objs/a.o", "object\n")  # a folder `git check-ignore` is asked about
+    watched_conversation(nia_project.location)
+
+    environments = {call.split()[4]: variables for call, variables in fake_git()}
+
+    assert environments["ls-files"] == environments["check-ignore"] == environments["--work-tree"]  # status
+    assert "GIT_CONFIG_KEY_0=core.fsmonitor" in environments["ls-files"]
