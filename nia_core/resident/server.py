@@ -389,7 +389,7 @@ class Resident:
         with stdio.captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
                 caller = door.caller(parent)  # the hook's parent, not this process's
-                result = run(door, data, self.runtime, caller, self.kept_store)
+                result = run(door, data, self.runtime, caller, self.kept_store, location)  # the project checked
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
