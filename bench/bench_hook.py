@@ -16,12 +16,11 @@ pays. The table prints the machine's load average before and after.
    - ``shell hook``: ``sh -c 'echo fixed context'`` (what a hand-written hook costs);
    - ``resident, ...``: ``nia hook claude-code`` answered by a resident process (started and
      warmed before the rounds): unchanged in a real git repository with one local plugin,
-     unchanged with 20 installed plugins, one change, and a project whose plugin has a
-     source with a 1 s loader and ``refresh=60`` (each prompt uses the last load); and the
-     git repository again with nia-git's ``refresh = 0``: nia-git runs ``git status`` only
-     when its 2 s ``refresh`` has passed since the last one, so the first git row (rounds
-     well under 2 s apart) mostly reuses it, while prompts further apart, as an agent's
-     turns are, run git at every prompt, as this row does;
+     the same with nia-git's ``refresh = 0.001`` (every prompt comes after the refresh
+     interval, as an agent's turns, more than 2 s apart, do: the resident's watch of the
+     working tree is what keeps git from running), the same with ``refresh = 0`` (git asked
+     at every prompt); unchanged with 20 installed plugins, one change, and a project whose
+     plugin has a source with a 1 s loader and ``refresh=60`` (each prompt uses the last load);
    - ``in-process, ...`` (``NIA_RESIDENT=0``: what every hook pays when no resident can
      answer): ``nia hook claude-code`` with Claude Code's stdin JSON, on a session whose
      context did not change (it prints nothing); the same with a file of the context edited
@@ -258,14 +257,27 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
                 payload(repository, "UserPromptSubmit", "s4"),
             )
         )
-        # nia-git asks git again once its `refresh` (2 s) has passed: prompts further apart than that
-        # (an agent's turns) run `git status` at every prompt, which `refresh = 0` shows without waiting.
+        # A resident watches the working tree: prompts further apart than nia-git's `refresh` (2 s), as an
+        # agent's turns are, run no git while nothing changed; `refresh = 0.001` shows it without waiting.
+        # `refresh = 0` asks git at every prompt, watched or not.
+        apart = make_repository(work, "repository-apart")
+        if apart is not None:
+            (apart / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0.001\n")
+            rows.append(
+                Row(
+                    "resident, unchanged, git repo, prompts past the refresh",
+                    nia,
+                    resident,
+                    apart,
+                    payload(apart, "UserPromptSubmit", "s13"),
+                )
+            )
         asking = make_repository(work, "repository-asking")
         if asking is not None:
             (asking / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0\n")
             rows.append(
                 Row(
-                    "resident, unchanged, git repo, git asked every prompt",
+                    "resident, unchanged, git repo, refresh = 0 (git every prompt)",
                     nia,
                     resident,
                     asking,
@@ -461,12 +473,12 @@ def main() -> None:
         )
         print(f"load average before / after: {load[0]:.2f} / {load_after[0]:.2f} ({os.cpu_count()} CPUs)")
         print()
-        header = f"{'UserPromptSubmit hook latency':<56} {'median ms':>10} {'best ms':>8} {'x click':>8}"
+        header = f"{'UserPromptSubmit hook latency':<62} {'median ms':>10} {'best ms':>8} {'x click':>8}"
         print(header + f" {'CPU ms':>7} {'CPU x click':>12}")
         for row in rows:
             median, cpu = statistics.median(row.wall), statistics.median(row.cpu)
             print(
-                f"{row.label:<56} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
+                f"{row.label:<62} {median:>10.1f} {min(row.wall):>8.1f} {median / floor:>8.2f}"
                 f" {cpu:>7.1f} {cpu / cpu_floor:>12.2f}"
             )
         print()

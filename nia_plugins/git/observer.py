@@ -3,7 +3,11 @@
 Observation is cheap when nothing changed: a dozen ``stat`` calls on the
 files git itself updates (``HEAD``, the ref it points to, the index,
 ``packed-refs``, ...); ``git status`` runs only when one of them moved, or when
-the working-tree refresh interval elapsed (an edit does not touch ``.git/``).
+the working tree may have changed (an edit does not touch ``.git/``). In a
+process that observes more than once, the tree is watched
+(:mod:`nia_plugins.git.watch`) and git runs again only after an event; a hook
+answered in its own process observes once, and looks at the tree again after
+the refresh interval.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nia_core import GENERATED_NAMES, UNAVAILABLE
 from nia_plugins.git.escape import quoted
@@ -43,6 +47,9 @@ from nia_plugins.git.running import (
 from nia_plugins.git.settings import Settings
 from nia_plugins.git.value import KEY, GitStatus
 
+if TYPE_CHECKING:
+    from nia_plugins.git.watch import TreeWatcher
+
 log = logging.getLogger("nia.plugins.git")
 
 
@@ -67,6 +74,9 @@ class Observer:
         self._reported = ""
         self._lock = threading.Lock()
         self._scope, self._strip, self._prepend = self._scoping()
+        self._watcher: TreeWatcher | None = None
+        self._unwatched = ""
+        """Why the tree is not watched (said once in the log), once watching was tried."""
         moving = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
         moving += tuple(os.path.join(repo.commondir, name) for name in ("packed-refs", "reftable/tables.list"))
         self._moving = tuple(self._fixed.index(path) for path in moving)
@@ -110,12 +120,22 @@ class Observer:
     def _observe(self) -> Any:
         now = time.monotonic()
         signature = self.signature()
-        fresh = now - self._checked < self.settings.refresh
-        if self._value is not None and signature == self._signature and fresh:
-            return self._value
+        watcher = self._watcher
+        seen = watcher.seen() if watcher is not None else None
+        if self._value is not None and signature == self._signature:
+            if watcher is None:
+                fresh = now - self._checked < self.settings.refresh
+            else:
+                fresh = seen == "nothing" and now - self._checked < max(self.settings.refresh, watcher.refresh)
+            if fresh:
+                return self._value
+        # Watch from the second observation on (a hook in its own process observes once), and set the
+        # watches again when folders or ignore rules may have changed, before git looks at the tree.
+        watch = self._value is not None and self.settings.refresh > 0 and not self._unwatched
+        watch = watch and (watcher is None or seen != "files" or signature != self._signature)
         refs = self._refs
         try:
-            value = self._status(self._head_may_have_moved(signature))
+            value = self._status(self._head_may_have_moved(signature), watch)
         except GitTimedOut as exc:
             self._report(str(exc))
             if self._value is not None and not self._value.error:
@@ -147,7 +167,7 @@ class Observer:
             log.warning("%s: %s (in %s)", KEY, reason, self.repo.worktree)
         self._reported = reason
 
-    def _status(self, speculate: bool) -> GitStatus:
+    def _status(self, speculate: bool, watch: bool = False) -> GitStatus:
         """One observation: ``speculate`` starts ``git log -1 HEAD`` beside the config call (see :meth:`_commit`).
 
         While git lists the configuration, the git directory is checked for
@@ -172,11 +192,52 @@ class Observer:
             if outside is not None:
                 raise GitFailed(outside)
             overrides = read_configuration(config, budget)  # before `git status`, always: it needs them
+            if watch:
+                self._watch(git, overrides)
             return self._described(git, budget, head, overrides)
         finally:
             for started in (head, config):
                 if started is not None:
                     stop_git(started)  # done, not needed, or the observation failed: killed if still running, reaped
+
+    def _watch(self, git: GitProgram, overrides: tuple[tuple[str, str], ...]) -> None:
+        """Set a watch on every folder of the tree git does not ignore, before ``git status`` looks at it.
+
+        Anything that changes after the watches are set is in the next
+        observation's queue; anything before, git is about to see. Folders git
+        ignores are left out (``git ls-files`` says which, with the same
+        overrides and a share of the time budget of its own): a change there
+        is no change of the status.
+        """
+        if self._watcher is not None:
+            self._watcher.close()
+            self._watcher = None
+        args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", *self._scope]
+        try:
+            code, out, _err = run_git(git, self.repo, "ls-files", args, Budget.of(self.settings.timeout / 3), overrides)
+        except GitFailed as exc:
+            code, out = -1, str(exc).encode()
+        if code != 0:
+            self._unwatched = "git could not list the folders it ignores"
+            log.debug("%s: the working tree is not watched: %s", KEY, self._unwatched)
+            return
+        from nia_plugins.git.watch import TreeWatcher  # only a process that observes twice watches
+
+        top = self.root if self._strip else self.repo.worktree
+        skipped = {
+            os.fsdecode(path[len(self._strip) :].rstrip(b"/"))
+            for path in out.split(b"\0")
+            if path.endswith(b"/") and path.startswith(os.fsencode(self._strip))
+        }
+        own = os.path.relpath(os.path.join(self.root, ".nia"), top).replace(os.sep, "/")
+        skipped.update(f"{own}/{name}" for name in GENERATED_NAMES)
+        deadline = time.monotonic() + self.settings.timeout / 3
+        watcher = TreeWatcher.start(top, skipped, {own: frozenset(GENERATED_NAMES)}, deadline)
+        if isinstance(watcher, str):
+            self._unwatched = watcher
+            log.debug("%s: the working tree is not watched: %s", KEY, watcher)
+        else:
+            self._watcher = watcher
 
     def _described(
         self, git: GitProgram, budget: Budget, head: Started | None, overrides: tuple[tuple[str, str], ...]

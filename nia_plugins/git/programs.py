@@ -46,7 +46,8 @@ NEVER_RUN_KEYS = (
     "tar.*", "column.*",
 )  # fmt: skip
 """Keys only other git commands run a program from (editors, diff and merge drivers, textconv, tools,
-aliases, browsers, mail, submodule updates, servers, archives): nia runs ``status``, ``log`` and ``config``."""
+aliases, browsers, mail, submodule updates, servers, archives): nia runs ``status``, ``log``, ``config``
+and ``ls-files``."""
 
 
 PROGRAM_WORDS = (

@@ -14,7 +14,11 @@ class Settings:
     paths: int = 10
     """Changed paths named in the summary; the rest are counted ("and N more")."""
     refresh: float = 2.0
-    """Seconds after which the working tree is looked at again although nothing under ``.git/`` moved."""
+    """Seconds after which an unwatched working tree is looked at again although nothing under ``.git/`` moved.
+
+    A process that observes more than once watches the tree instead (:mod:`nia_plugins.git.watch`);
+    0 asks git at every boundary, watched or not.
+    """
     untracked: bool = True
     """Whether untracked files are looked for and counted."""
     timeout: float = 3.0

@@ -98,13 +98,14 @@ def leftovers(marker: str) -> list[str]:
     return [line for line in found if marker in line]
 
 
-@pytest.mark.parametrize("body", ["exec sleep 9137", "trap '' TERM; sleep 9137 & wait"])
+@pytest.mark.parametrize("body", ["exec sleep {seconds}", "trap '' TERM; sleep {seconds} & wait"])
 def test_a_nia_that_hangs_never_holds_the_prompt_past_its_deadline(body, tmp_path, project):  # noqa: F811
+    marker = f"sleep {900_000 + os.getpid()}"  # this process's own: another test run may be hanging one meanwhile
     started = time.monotonic()
-    result = run_plugin(tmp_path, script(tmp_path, body), project, deadline="1")
+    result = run_plugin(tmp_path, script(tmp_path, body.format(seconds=marker.split()[1])), project, deadline="1")
     assert [p["id"] for p in result["parts"]] == ["prt_0001"]
     assert 10_000 <= result["ms"] < 30_000 and time.monotonic() - started < 60  # 1 s deadline + 10 s
-    assert leftovers("sleep 9137") == []  # nia's whole process group is ended
+    assert leftovers(marker) == []  # nia's whole process group is ended
 
 
 def test_what_nia_leaves_running_with_its_stdout_is_ended(tmp_path, project):  # noqa: F811

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import stat
 import sys
 from pathlib import Path
 
@@ -73,3 +76,30 @@ def project(tmp_path):
 def run(*args: str, input: str | None = None):
     """``nia ARGS`` in-process; ``result.stdout`` and ``result.stderr`` come apart."""
     return CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+
+
+@pytest.fixture
+def fake_git(tmp_path, monkeypatch):
+    """A ``git`` first on PATH that logs each call (arguments and GIT_ variables), then runs the real one.
+
+    One line a call, written at once: nia runs some git calls at the same time.
+    """
+    real = shutil.which("git")
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    log = tmp_path / "git-calls.log"
+    script = folder / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'variables=$(env | grep "^GIT_" | sort | tr "\\n" " ")\n'
+        f'printf "%s\\t%s\\n" "$*" "$variables" >> {log}\n'
+        f'exec {real} "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+    def calls() -> list[tuple[str, str]]:
+        text = log.read_text() if log.exists() else ""
+        return [tuple(line.split("\t", 1)) for line in text.splitlines()]  # type: ignore[misc]
+
+    return calls

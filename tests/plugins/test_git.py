@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import textwrap
 import time
 
@@ -534,33 +533,6 @@ def test_git_variables_in_the_environment_do_not_redirect_it(tmp_path, repo, nia
 
     assert "- Branch: `main` (no upstream)" in baseline
     assert "- HEAD: " + f"`{Repo(nia_project.root).short()}`" in baseline
-
-
-@pytest.fixture
-def fake_git(tmp_path, monkeypatch):
-    """A ``git`` first on PATH that logs each call (arguments and GIT_ variables), then runs the real one.
-
-    One line a call, written at once: nia runs some git calls at the same time.
-    """
-    real = shutil.which("git")
-    folder = tmp_path / "fake-bin"
-    folder.mkdir()
-    log = tmp_path / "git-calls.log"
-    script = folder / "git"
-    script.write_text(
-        "#!/bin/sh\n"
-        'variables=$(env | grep "^GIT_" | sort | tr "\\n" " ")\n'
-        f'printf "%s\\t%s\\n" "$*" "$variables" >> {log}\n'
-        f'exec {real} "$@"\n'
-    )
-    script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-
-    def calls() -> list[tuple[str, str]]:
-        text = log.read_text() if log.exists() else ""
-        return [tuple(line.split("\t", 1)) for line in text.splitlines()]  # type: ignore[misc]
-
-    return calls
 
 
 def test_an_unchanged_observation_runs_no_git_and_every_call_is_locked_down(fake_git, repo, nia_project):

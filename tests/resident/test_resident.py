@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -613,3 +614,38 @@ def test_a_resident_refuses_a_hook_of_another_version_or_environment(world):
     assert json.loads(done.stdout) == {"refused": "the resident process serves another environment"}
     assert [e for e in world.log() if e["host_session"] == "s"] == []  # nothing was answered, nothing admitted
     assert world.residents()[0]["pid"] == resident["pid"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None or sys.platform != "linux", reason="needs git, and Linux's inotify")
+def test_in_a_git_repository_a_resident_runs_no_git_for_an_unchanged_prompt_and_sees_an_edit_at_once(world, tmp_path):
+    """Prompts further apart than nia-git's refresh interval (an agent's turns): the watched tree decides."""
+    (world.root / ".git").rmdir()
+    git = shutil.which("git") or "git"
+    for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "Start"]):
+        identity = ["-c", "user.name=Ada", "-c", "user.email=ada@example.com", "-c", "commit.gpgsign=false"]
+        subprocess.run([git, *identity, *command], cwd=world.root, check=True, capture_output=True)
+    (world.root / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0.2\n")
+    calls = tmp_path / "git-calls.log"
+    fake = tmp_path / "fake-bin"
+    fake.mkdir()
+    (fake / "git").write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {git} "$@"\n')
+    (fake / "git").chmod(0o755)
+    env = {"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+
+    world.run("s", "SessionStart", "startup", env=env)
+    world.ready()
+    for _ in range(2):  # the resident's first observation, then the one that sets the watches
+        time.sleep(0.3)
+        world.run("s", "UserPromptSubmit", env=env)
+    before = calls.read_text().count(" status ")
+    quiet = []
+    for _ in range(3):
+        time.sleep(0.3)
+        quiet.append(world.text(world.run("s", "UserPromptSubmit", env=env)))
+    runs = calls.read_text().count(" status ") - before
+    (world.root / "AGENTS.md").write_text("AGENTS-SAYS: use spaces.\n")
+    edited = world.text(world.run("s", "UserPromptSubmit", env=env))
+
+    assert (quiet, runs) == ([None, None, None], 0)
+    assert edited is not None and "1 file modified since the last message (`AGENTS.md`)" in edited
+    assert {e["answered_by"] for e in world.log()[1:]} == {"resident"}
