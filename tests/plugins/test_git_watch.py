@@ -222,3 +222,21 @@ def test_a_tree_with_too_many_entries_to_list_is_looked_at_after_the_refresh_int
     quiet_boundary(chat)
 
     assert statuses(fake_git) - before == 1
+
+
+def test_a_failed_observation_is_retried_after_the_refresh_interval_though_the_tree_is_quiet(
+    fake_git, repo, nia_project, monkeypatch, tmp_path
+):
+    chat = watched_conversation(nia_project.location)
+    path = os.environ["PATH"]
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    repo.write("app.py", "print('edited')\n")
+    failed = chat.boundary()
+    monkeypatch.setenv("PATH", path)
+
+    again = quiet_boundary(chat)
+
+    assert "no `git` executable was found on PATH" in failed.text
+    assert again.text.startswith("The git status is available again.\n")
