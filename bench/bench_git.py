@@ -4,6 +4,9 @@ Run: ``python bench/bench_git.py``. Prints one table (median of repeats, ms).
 The baseline is ``git status`` in the same run on the same repository: the
 naive way to keep a git status current is to run it at every boundary. The
 target: an unchanged observation costs under a tenth of one ``git status``.
+The "watched tree" rows are what a process observing more than once (a
+resident, ``nia dev``, ``nia mcp``) pays: git runs only after an event in the
+tree, however long after the refresh interval.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from nia_core.context import SystemContext, initialize, reconcile
 from nia_core.project import locate
 from nia_plugins.git import nia_context_sources
+from nia_plugins.git.observer import Observer
 from nia_plugins.git.repository import find_repository
 from nia_plugins.git.settings import Settings
 from nia_plugins.git.source import git_source
@@ -65,6 +69,29 @@ def measure(root: Path, repeats: int) -> list[tuple[str, float]]:
     snapshot = initialize(ctx).snapshot
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
 
+    # A process that observes more than once watches the tree: `refresh` is past at every call here, and only an
+    # event in the tree makes git run (nia_plugins/git/watch.py).
+    watched = git_source(repo, str(location.root), Settings(refresh=0.001))
+    for _ in range(2):  # the first observation, then the one that sets the watches
+        time.sleep(0.002)
+        watched.load()
+    edited_file = root / "d001" / "f001.py"
+
+    def edited() -> None:
+        edited_file.write_text(f"VALUE = {time.monotonic()}\n")
+        watched.load()
+
+    def setting_watches(repeats: int) -> float:
+        samples = []
+        for _ in range(repeats):
+            observer = Observer(repo, str(location.root), Settings(refresh=0.001))
+            observer()
+            time.sleep(0.002)
+            started = time.perf_counter()
+            observer()
+            samples.append((time.perf_counter() - started) * 1000)
+        return statistics.median(samples)
+
     def git_status() -> None:
         subprocess.run(["git", "status"], cwd=root, env=env, check=True, capture_output=True)
 
@@ -79,6 +106,9 @@ def measure(root: Path, repeats: int) -> list[tuple[str, float]]:
         ("nia/git reconcile, nothing moved", median_ms(lambda: reconcile(ctx, snapshot), repeats * 20)),
         ("nia-git hook (finds the repository)", median_ms(lambda: nia_context_sources(location, {}), repeats * 20)),
         ("nia/git load, refresh interval elapsed (runs git)", median_ms(every_time.load, repeats)),
+        ("nia/git load, watched tree, interval elapsed, nothing changed", median_ms(watched.load, repeats * 20)),
+        ("nia/git load, watched tree, one file edited (runs git)", median_ms(edited, repeats)),
+        ("nia/git: setting the watches (git ls-files, a watch per folder, then git status)", setting_watches(repeats)),
     ]
 
 

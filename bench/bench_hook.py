@@ -260,30 +260,15 @@ def latency(python: Path, work: Path, runs: int, prompts: int) -> list[Row]:
         # A resident watches the working tree: prompts further apart than nia-git's `refresh` (2 s), as an
         # agent's turns are, run no git while nothing changed; `refresh = 0.001` shows it without waiting.
         # `refresh = 0` asks git at every prompt, watched or not.
-        apart = make_repository(work, "repository-apart")
-        if apart is not None:
-            (apart / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0.001\n")
-            rows.append(
-                Row(
-                    "resident, unchanged, git repo, prompts past the refresh",
-                    nia,
-                    resident,
-                    apart,
-                    payload(apart, "UserPromptSubmit", "s13"),
-                )
-            )
-        asking = make_repository(work, "repository-asking")
-        if asking is not None:
-            (asking / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 0\n")
-            rows.append(
-                Row(
-                    "resident, unchanged, git repo, refresh = 0 (git every prompt)",
-                    nia,
-                    resident,
-                    asking,
-                    payload(asking, "UserPromptSubmit", "s10"),
-                )
-            )
+        for name, refresh, label, session in (
+            ("repository-apart", "0.001", "prompts past the refresh", "s13"),
+            ("repository-asking", "0", "refresh = 0 (git every prompt)", "s10"),
+        ):
+            folder = make_repository(work, name)
+            if folder is not None:
+                (folder / ".nia" / "project.toml").write_text(f"[plugins.nia-git]\nrefresh = {refresh}\n")
+                prompt = payload(folder, "UserPromptSubmit", session)
+                rows.append(Row(f"resident, unchanged, git repo, {label}", nia, resident, folder, prompt))
     rows += [
         Row(
             "resident, unchanged, 20 installed plugins", nia, resident20, many, payload(many, "UserPromptSubmit", "s6")

@@ -36,6 +36,7 @@ from nia_core.process import end, guard_exit
 from nia_core.terminal import guard_terminals, written_to
 
 if TYPE_CHECKING:
+    from nia_core.context import Location
     from nia_core.runtime import BoundaryReport, Runtime
     from nia_core.sessions import Store
 
@@ -58,6 +59,7 @@ def run(
     runtime: Runtime,
     caller: Mapping[str, str] | None = None,
     store: Callable[[], AbstractContextManager[Store]] | None = None,
+    location: Location | None = None,
 ) -> HookRun:
     """Answer one hook: parse, attach, run the boundary, fit the text. Never raises.
 
@@ -67,6 +69,11 @@ def run(
     resident process has another parent). ``store`` gives the store to use
     (default: :func:`~nia_core.sessions.open_store`, opened and closed for
     this hook; a resident process keeps one open between hooks).
+    ``location``: the Location of the hook's ``cwd`` when the caller found it
+    already (a resident process checks that project's plugin code before it
+    answers: the hook answers for the very project checked); else it is found
+    here. Either way the hook finds its project once, and every step of it
+    (attaching, the boundary, the report) uses that one Location.
     """
     result = HookRun(entry=hook_log.Entry(adapter.name, "", "", ""))
     entry = result.entry
@@ -85,7 +92,7 @@ def run(
         entry.outcome, entry.warnings = "ignored", [foreign]
         return result
     try:
-        _answer(adapter, hook, runtime, result, store)
+        _answer(adapter, hook, runtime, result, store, location)
     except Exception as exc:  # noqa: BLE001 - the host's turn must never fail because of nia
         entry.outcome = "failed"
         said = str(exc) if isinstance(exc, NiaError) else f"unexpected {type(exc).__name__}: {message_of(exc)}"
@@ -99,11 +106,12 @@ def _answer(
     runtime: Runtime,
     result: HookRun,
     store_of: Callable[[], AbstractContextManager[Store]] | None,
+    located: Location | None,
 ) -> None:
     from nia_core.sessions import open_store
 
     entry = result.entry
-    location = runtime.locate(hook.cwd)
+    location = located if located is not None else runtime.locate(hook.cwd)
     version = adapter.host_version(hook.transcript_path)
     deliver, problem = deliver_native_files(location.root, adapter.name)
     if problem:
@@ -123,7 +131,8 @@ def _answer(
             entry.outcome = "fork-waiting"
             return
         if starts and not _answered(adapter, hook, store, session.id, location.root):
-            report = runtime.start_over(store, session.id, reason=f"{adapter.title} {hook.source}", narrow=native)
+            reason = f"{adapter.title} {hook.source}"
+            report = runtime.start_over(store, session.id, reason=reason, narrow=native, location=location)
         else:
             gone = False
             checked = not starts and forked != "continued"
@@ -132,12 +141,12 @@ def _answer(
             if gone:  # compacted away (or never recorded): the model has none of this epoch, so a new one starts
                 missing = []
                 reason = f"{adapter.title}: nia's context is gone from its transcript"
-                report = runtime.start_over(store, session.id, reason=reason, narrow=native)
+                report = runtime.start_over(store, session.id, reason=reason, narrow=native, location=location)
                 entry.warnings.append(
                     f"nia's context is not in what the {adapter.title} model sees; a new epoch starts"
                 )
             else:
-                report = runtime.boundary(store, session.id, narrow=native)
+                report = runtime.boundary(store, session.id, narrow=native, location=location)
         _report(adapter, hook, report, missing, location.root, result)
         if forked == "continued":
             entry.outcome = f"forked+{entry.outcome}"

@@ -301,20 +301,13 @@ class PluginHost:
         Every kind of error is the same problem, reported the same way: the
         file does not parse, or a table nia reads (``[project]``, ``[commit]``,
         ``[[services]]``, ``[logs]``, ``[session]``, ``[plugins]``) has an
-        unknown key or a bad value; the line names file, line and key.
+        unknown key or a bad value (``[plugins]`` a table, ``disabled`` a list
+        of names); the line names file, line and key. One read of the file.
         """
-        path = location.nia_dir / "project.toml"
         try:
-            data = project_tables(location.root)
             load_project_config(location.root)
         except NiaError as exc:
             return str(exc)
-        plugins = data.get("plugins", {})
-        if not isinstance(plugins, dict):
-            return f"{path}: [plugins] must be a table"
-        disabled = plugins.get("disabled", [])
-        if not isinstance(disabled, list) or not all(isinstance(n, str) for n in disabled):
-            return f"{path}: plugins.disabled must be a list of plugin names"
         self._warned.clear()  # fixed: say it again if it breaks again
         return None
 

@@ -27,7 +27,8 @@ It ends after :data:`IDLE` seconds without a hook (``NIA_RESIDENT_IDLE``), when
 asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, after a
 hook during which a plugin left a thread nia had to abandon (a hung import),
 after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running, and after a
-hook that leaves more than half its limit of open files open or more than :data:`THREADS` threads running.
+hook that leaves more than half its limit of open files open or more than :data:`THREADS` threads running, and
+after a hook past which its memory grew by more than :data:`MEMORY_GROWTH` since its first hook.
 It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
@@ -75,6 +76,13 @@ would otherwise add threads (and what they hold) for as long as the resident liv
 one per ``refresh`` source."""
 
 
+MEMORY_GROWTH = 256 * 1024 * 1024
+"""Bytes of peak memory a resident may gain after its first hook: a plugin that keeps something at every hook (a
+cache without a bound, a list it only appends to) would otherwise grow it for as long as the resident lives,
+where a hook's own process frees it at its end. The first hook's own needs (a large model, a big index) are in
+the figure it is measured from."""
+
+
 def idle_seconds() -> float:
     try:
         value = float(os.environ.get("NIA_RESIDENT_IDLE", IDLE))
@@ -112,6 +120,8 @@ class Resident:
         """Written to by :meth:`end`: the accept loop wakes up without polling."""
         self.store: Store | None = None
         """The store hooks use, kept open between them while :meth:`Store.still_current` says it may be."""
+        self.settled: int | None = None
+        """Peak memory (bytes) after the first hook: what :data:`MEMORY_GROWTH` is measured from."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -389,7 +399,7 @@ class Resident:
         with stdio.captured() as stderr, hook_log.conversation_lock(session_of(door, data)):  # as an in-process hook
             with stdio.protect():  # a plugin's prints go to stderr (fd 1 is captured with fd 2 meanwhile)
                 caller = door.caller(parent)  # the hook's parent, not this process's
-                result = run(door, data, self.runtime, caller, self.kept_store)
+                result = run(door, data, self.runtime, caller, self.kept_store, location)  # the project checked
             result.entry.answered_by = "resident"
             saved = sys.stdout
             sys.stdout = answer
@@ -406,7 +416,18 @@ class Resident:
             self.end(f"{files} files are open (plugins left them open)")
         elif threading.active_count() > THREADS:
             self.end(f"{threading.active_count()} threads are running (plugins left them running)")
+        elif (grown := self._memory_growth()) > MEMORY_GROWTH:
+            self.end(f"its memory grew by {grown >> 20} MiB since its first hook (plugins keep what they made)")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
+
+    def _memory_growth(self) -> int:
+        """Bytes of peak memory gained since the first hook (0 at the first)."""
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux, where residents run
+        if self.settled is None:
+            self.settled = peak
+        return peak - self.settled
 
 
 def _open_files() -> int:

@@ -78,6 +78,8 @@ class Watch:
 
     assemblies: list[Assembly] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    hosts: list[PluginHost] = field(default_factory=list)
+    """The plugin hosts the boundary assembled with, in order (its broken plugins are theirs to say)."""
 
     def assembled(self, assembly: Assembly) -> SystemContext:
         """``assembly``'s context, its problems noted and its render failures too."""

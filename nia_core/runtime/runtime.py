@@ -202,6 +202,7 @@ class Runtime:
         workflow: Workflow | None = None,
         leave_out: Collection[str] = (),
         narrow: Mapping[str, Narrow] | None = None,
+        location: Location | None = None,
     ) -> BoundaryReport:
         """One safe boundary without a provider call, for a door whose host owns the conversation.
 
@@ -216,16 +217,19 @@ class Runtime:
         source that returns the source to observe instead (one that keeps of
         the value only what the conversation still needs, the user-global
         ``AGENTS.md`` of ``nia/instructions`` say, with texts that say so),
-        or ``None`` to leave it out.
+        or ``None`` to leave it out. ``location``: the session's Location as
+        the door found it (an agent hook, from the hook's folder); the
+        context is assembled there without finding the project again (a
+        session found at another path, moved meanwhile, is located anew).
         """
         from nia_core.runtime.reports import BoundaryReport, Watch
         from nia_core.sessions import Admitted, pass_boundary
 
         watch = Watch()
-        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out, narrow))
+        result = pass_boundary(store, session_id, self._watched(watch, workflow, leave_out, narrow, location))
         if isinstance(result, Admitted):
             watch.admitted(result.admission)
-        self._finish(watch, store, session_id)
+        self._finish(watch, store, session_id, location)
         return BoundaryReport(result, watch.warnings())
 
     def start_over(
@@ -237,19 +241,21 @@ class Runtime:
         workflow: Workflow | None = None,
         leave_out: Collection[str] = (),
         narrow: Mapping[str, Narrow] | None = None,
+        location: Location | None = None,
     ) -> BoundaryReport:
         """A fresh epoch now, whatever is active (the host's conversation was cleared or compacted).
 
         The report's ``text`` is the new baseline. When the context is
         unavailable the result is ``Blocked``, the old epoch ends, and the
-        next :meth:`boundary` initializes. ``leave_out`` and ``narrow`` as for :meth:`boundary`.
+        next :meth:`boundary` initializes. ``leave_out``, ``narrow`` and ``location`` as for :meth:`boundary`.
         """
         from nia_core.runtime.reports import BoundaryReport, Watch
         from nia_core.sessions import start_over
 
         watch = Watch()
-        result = start_over(store, session_id, self._watched(watch, workflow, leave_out, narrow), reason=reason)
-        self._finish(watch, store, session_id)
+        context_for = self._watched(watch, workflow, leave_out, narrow, location)
+        result = start_over(store, session_id, context_for, reason=reason)
+        self._finish(watch, store, session_id, location)
         return BoundaryReport(result, watch.warnings())
 
     def turn(
@@ -295,18 +301,29 @@ class Runtime:
         workflow: Workflow | None,
         leave_out: Collection[str] = (),
         narrow: Mapping[str, Narrow] | None = None,
+        located: Location | None = None,
     ) -> ContextFor:
+        """What the boundary assembles a Location's context with; each host it uses is noted in ``watch``.
+
+        ``located``: the session's Location as the door found it, used for its path instead of finding it again.
+        """
+
         def context_for(location: str) -> SystemContext:
-            host, view = self.open(location)
+            where: Where = located if located is not None and location == str(located.path) else location
+            host, view = self.open(where)
+            watch.hosts.append(host)
             return narrowed(watch.assembled(host.assemble(view)), narrow, leave_out)
 
         return workflow.context_for(context_for) if workflow is not None else context_for
 
-    def _finish(self, watch: Watch, store: Store, session_id: str, location: str | None = None) -> None:
+    def _finish(self, watch: Watch, store: Store, session_id: str, location: Where = None) -> None:
+        """The broken plugins of the hosts the boundary assembled with (else of the session's Location's host)."""
         try:
-            if location is None:
-                location = store.session(session_id).location
-            watch.broken_plugins(self.host(location))
+            hosts = watch.hosts
+            if not hosts:  # nothing was assembled (an epoch awaiting tool results, say)
+                hosts = [self.host(location if location is not None else store.session(session_id).location)]
+            for host in dict.fromkeys(hosts):
+                watch.broken_plugins(host)
         except Exception:  # noqa: BLE001 - a report never fails the boundary it reports on
             return
 

@@ -125,10 +125,12 @@ class Observer:
         watcher = self._watcher
         seen = watcher.seen() if watcher is not None else None
         if self._value is not None and signature == self._signature and self._answered:
-            if watcher is None or self._value.error:  # an error is asked again after the refresh interval
-                fresh = now - self._checked < self.settings.refresh and seen in (None, "nothing")
+            if watcher is None:
+                fresh = now - self._checked < self.settings.refresh
             else:
-                fresh = seen == "nothing" and now - self._checked < max(self.settings.refresh, watcher.refresh)
+                # A watch vouches for the tree, not for git: a failed observation is retried after `refresh`.
+                limit = self.settings.refresh if self._value.error else max(self.settings.refresh, watcher.refresh)
+                fresh = seen == "nothing" and now - self._checked < limit
             if fresh:
                 return self._value
         # Watch from the second observation on (a hook in its own process observes once), and set the

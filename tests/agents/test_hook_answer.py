@@ -266,6 +266,37 @@ def test_changing_folders_rebuilds_the_context_there(project):
     assert [e["epoch"] for e in log()] == [1, 2]
 
 
+def test_a_hook_answers_for_the_project_it_found_even_when_a_nia_folder_appears_while_it_runs(project):
+    """The hook finds its project once: a ``.nia/`` made in its folder meanwhile is the next hook's project.
+
+    Here a loader makes it (as ``nia init`` run there at that moment would). The hook's report still says
+    the broken plugin of the project it answered for; finding the project again after the boundary took
+    the new folder for the project and said the plugins of a host loaded for it instead.
+    """
+    plugins = project / ".nia" / "plugins"
+    (plugins / "broken.py").write_text("raise RuntimeError('exploded on import')\n")
+    (plugins / "maker.py").write_text(
+        "from pathlib import Path\n"
+        "from nia_core import ContextSource, hookimpl\n"
+        "@hookimpl\ndef nia_context_sources(location):\n"
+        "    def load():\n"
+        "        if (location.root / 'make-it').exists():\n"
+        "            (location.path / '.nia').mkdir(exist_ok=True)\n"
+        "        return 1\n"
+        "    return [ContextSource(key='maker/x', load=load, baseline=lambda v: 'MAKER')]\n"
+    )
+    sub = project / "api"
+    sub.mkdir()
+    host = Host("claude-code", sub)
+    assert host.hook("SessionStart", "startup")[0] is not None
+    (project / "make-it").write_text("")
+    assert host.hook("UserPromptSubmit")[0] is None  # nothing changed in the project it answered for
+    assert (sub / ".nia").is_dir()
+    assert any("exploded on import" in w for w in log()[-1]["warnings"]), log()[-1]
+    text, _ = host.hook("UserPromptSubmit")  # the next hook's project is the new one: a fresh baseline there
+    assert text is not None and "MAKER" not in text and [e["epoch"] for e in log()] == [1, 1, 2]
+
+
 def test_a_hanging_plugin_is_given_up_on_and_the_hook_exits_0(project):
     (project / ".nia" / "plugins" / "hang.py").write_text("import time\ntime.sleep(60)\n")
     env = {**os.environ, "NIA_HOOK_DEADLINE": "2"}

@@ -33,8 +33,8 @@ def repo(nia_project) -> Repo:
 
 @pytest.fixture
 def slow_git(tmp_path, monkeypatch):
-    """A ``git`` first on PATH that sleeps (``slow(NAME, seconds)``) or fails (``slow(NAME, "fail")``) when its
-    arguments hold NAME, then runs the real one."""
+    """A ``git`` first on PATH that sleeps (``slow(NAME, seconds)``) when its arguments hold NAME, then runs the
+    real one."""
     real = shutil.which("git")
     folder = tmp_path / "slow-bin"
     folder.mkdir()
@@ -43,20 +43,18 @@ def slow_git(tmp_path, monkeypatch):
         "#!/bin/sh\n"
         'for a in "$@"; do\n'
         f'  if [ -e {tmp_path}/slow-"$a" ]; then sleep "$(cat {tmp_path}/slow-"$a")"; fi\n'
-        f'  if [ -e {tmp_path}/fail-"$a" ]; then exit 1; fi\n'
         "done\n"
         f'exec {real} "$@"\n'
     )
     script.chmod(0o755)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
 
-    def slow(name: str, seconds: float | str | None) -> None:
-        for marker in (tmp_path / f"slow-{name}", tmp_path / f"fail-{name}"):
+    def slow(name: str, seconds: float | None) -> None:
+        marker = tmp_path / f"slow-{name}"
+        if seconds is None:
             marker.unlink(missing_ok=True)
-        if seconds == "fail":
-            (tmp_path / f"fail-{name}").touch()
-        elif seconds is not None:
-            (tmp_path / f"slow-{name}").write_text(f"{seconds}\n")
+        else:
+            marker.write_text(f"{seconds}\n")
 
     return slow
 
@@ -262,6 +260,24 @@ def test_a_tree_with_too_many_entries_to_list_is_looked_at_after_the_refresh_int
     assert statuses(fake_git) - before == 1
 
 
+def test_a_failed_observation_is_retried_after_the_refresh_interval_though_the_tree_is_quiet(
+    fake_git, repo, nia_project, monkeypatch, tmp_path
+):
+    chat = watched_conversation(nia_project.location)
+    path = os.environ["PATH"]
+    empty = tmp_path / "no-git"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    repo.write("app.py", "print('edited')\n")
+    failed = chat.boundary()
+    monkeypatch.setenv("PATH", path)
+
+    again = quiet_boundary(chat)
+
+    assert "no `git` executable was found on PATH" in failed.text
+    assert again.text.startswith("The git status is available again.\n")
+
+
 def test_a_new_file_in_a_folder_whose_files_are_all_ignored_is_seen_at_the_next_boundary(fake_git, nia_project):
     repo = Repo.init(nia_project.root)
     repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": "*.o\n.nia/\n"})
@@ -319,20 +335,6 @@ def test_an_edit_read_from_the_queue_before_git_timed_out_is_seen_at_the_next_bo
 
     assert timed_out.kind == "unchanged"
     assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
-
-
-def test_a_failed_status_of_a_watched_tree_is_asked_again_after_the_refresh_interval(slow_git, repo, nia_project):
-    chat = watched_conversation(nia_project.location)
-
-    repo.write("app.py", "print('edited')\n")
-    slow_git("status", "fail")
-    failed = chat.boundary()
-    slow_git("status", None)
-    again = quiet_boundary(chat)
-
-    assert "no longer available (`git status` failed with exit status 1)" in failed.text
-    assert again.text.startswith("The git status is available again.")
-    assert "`app.py` (modified)" in again.text
 
 
 def test_listing_the_folders_git_ignores_shares_the_observations_time_budget(slow_git, repo, nia_project):
@@ -393,9 +395,7 @@ def test_a_process_forked_after_the_watches_are_set_holds_none_of_them(fake_git,
     assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
 
 
-def test_the_git_calls_that_list_ignored_folders_get_the_overrides_and_environment_of_git_status(
-    fake_git, nia_project
-):
+def test_the_git_calls_that_list_ignored_folders_get_the_overrides_and_environment_of_git_status(fake_git, nia_project):
     repo = Repo.init(nia_project.root)
     repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": "*.o\n.nia/\n"})
     repo.write("objs/a.o", "object\n")  # a folder `git check-ignore` is asked about

@@ -723,3 +723,30 @@ def test_a_plugin_starting_threads_at_every_hook_does_not_pile_them_up_in_a_resi
         assert "SPUN" in (world.text(world.run(f"s{number}", "SessionStart", "startup")) or "")
     assert "resident" in [e["answered_by"] for e in world.log()]
     world.gone(first["pid"])
+
+
+HOARDER = """
+import sys
+from nia_core import ContextSource, hookimpl
+
+def load():
+    kept = sys.__dict__.setdefault("hoarded", [])  # lives as long as the process: a cache without a bound
+    kept.append(b"x" * (32 << 20))
+    return len(kept)
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="hoarder/x", load=load, baseline=lambda v: "HOARDED")]
+"""
+
+
+def test_a_plugin_keeping_memory_at_every_hook_does_not_grow_a_resident_without_end(world):
+    """A hook's own process frees what a plugin kept at its end; a resident kept it for as long as it lived."""
+    from nia_core.resident.server import MEMORY_GROWTH
+
+    (world.plugins / "hoarder.py").write_text(HOARDER)
+    first = world.started()
+    for number in range(MEMORY_GROWTH // (32 << 20) + 2):
+        assert "HOARDED" in (world.text(world.run(f"s{number}", "SessionStart", "startup")) or "")
+    assert "resident" in [e["answered_by"] for e in world.log()]
+    world.gone(first["pid"])

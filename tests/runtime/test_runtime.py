@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +158,63 @@ def test_plugin_problems_are_warnings_in_the_report(project, store):
 
     assert report.outcome == "initialized"
     assert any(w.startswith("plugin 'broken'") and "boom" in w for w in report.warnings)
+
+
+MAKER_PLUGIN = """
+from nia_core import ContextSource, hookimpl
+
+
+@hookimpl
+def nia_context_sources(location):
+    def load():
+        if (location.root / "make-it").exists():
+            (location.path / ".nia").mkdir(exist_ok=True)  # as `nia init` run there at that moment would
+        return 1
+
+    return [ContextSource(key="maker/x", load=load, baseline=lambda v: "MAKER")]
+"""
+
+
+@pytest.mark.parametrize("door_location", [False, True])
+def test_the_broken_plugins_reported_are_those_of_the_host_the_boundary_used(project, store, door_location):
+    """A ``.nia/`` made in the session's folder during the boundary is the next boundary's project, not this one's."""
+    with_plugin(project, "broken", "raise RuntimeError('boom on import')\n")  # said by the host, not the assembly
+    with_plugin(project, "maker", MAKER_PLUGIN)
+    (project / "api").mkdir()
+    runtime = Runtime()
+    location = runtime.locate(project / "api")
+    session = runtime.create_session(store, location)
+    assert runtime.boundary(store, session.id).outcome == "initialized"
+    (project / "make-it").write_text("")
+
+    report = runtime.boundary(store, session.id, **({"location": location} if door_location else {}))
+
+    assert (project / "api" / ".nia").is_dir()
+    assert report.outcome == "unchanged"
+    assert any(w.startswith("plugin 'broken'") and "boom on import" in w for w in report.warnings), report.warnings
+
+
+def test_a_boundary_given_its_sessions_location_does_not_look_for_the_project_again(project, store, monkeypatch):
+    """A door that found the Location (an agent hook, from the hook's folder) hands it over: no folder above
+    the session's is looked at again, at a boundary or a fresh start."""
+    (project / "api").mkdir()
+    runtime = Runtime()
+    location = runtime.locate(project / "api")
+    session = runtime.create_session(store, location)
+    runtime.boundary(store, session.id, location=location)
+    looked: list[str] = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: looked.append(os.fspath(p)) or real_stat(p, *a, **k))
+
+    assert runtime.boundary(store, session.id, location=location).outcome == "unchanged"
+    assert runtime.start_over(store, session.id, reason="test", location=location).outcome == "initialized"
+
+    assert str(project / "api" / ".nia") not in looked
+    monkeypatch.undo()
+    looked.clear()
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: looked.append(os.fspath(p)) or real_stat(p, *a, **k))
+    assert runtime.boundary(store, session.id).outcome == "unchanged"  # without it, the session's path is located
+    assert looked.count(str(project / "api" / ".nia")) == 1
 
 
 def test_start_over_begins_a_fresh_epoch_with_the_current_baseline(project, store):
