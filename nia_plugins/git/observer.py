@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nia.plugins.git")
 
+WATCH_RETRY = 60.0
+"""Seconds after which a tree that could not be watched is tried again, when git looks at it anyway."""
+
 
 class Observer:
     """The loader of one ``nia/git`` source: runs git only when something git keeps moved."""
@@ -78,7 +81,9 @@ class Observer:
         self._answered = True
         """False after git timed out: events were read from the queue that no status has answered yet."""
         self._unwatched = ""
-        """Why the tree is not watched (said once in the log), once watching was tried."""
+        """Why the tree is not watched (said once in the log), once watching was tried; tried again after
+        :data:`WATCH_RETRY` seconds (a busy machine, a tree that shrank, a slot another tree left)."""
+        self._unwatched_at = 0.0
         moving = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
         moving += tuple(os.path.join(repo.commondir, name) for name in ("packed-refs", "reftable/tables.list"))
         self._moving = tuple(self._fixed.index(path) for path in moving)
@@ -124,6 +129,12 @@ class Observer:
         signature = self.signature()
         watcher = self._watcher
         seen = watcher.seen() if watcher is not None else None
+        if watcher is not None and not watcher.watching:
+            # Another tree took its place (a process watches a few): by time for a while, not a tug of war;
+            # what happened since it was dropped is unknown, so git looks now.
+            self._watcher = watcher = None
+            self._unwatch("another tree this process watches took its place", now)
+            self._answered = False
         if self._value is not None and signature == self._signature and self._answered:
             if watcher is None:
                 fresh = now - self._checked < self.settings.refresh
@@ -135,7 +146,8 @@ class Observer:
                 return self._value
         # Watch from the second observation on (a hook in its own process observes once), and set the
         # watches again when folders or ignore rules may have changed, before git looks at the tree.
-        watch = self._value is not None and self.settings.refresh > 0 and not self._unwatched
+        retry = not self._unwatched or now - self._unwatched_at >= WATCH_RETRY
+        watch = self._value is not None and self.settings.refresh > 0 and retry
         watch = watch and (watcher is None or seen != "files" or signature != self._signature)
         refs = self._refs
         try:
@@ -228,8 +240,7 @@ class Observer:
         except GitFailed:
             ignored = None
         if ignored is None:
-            self._unwatched = "git could not list the folders it ignores"
-            log.debug("%s: the working tree is not watched: %s", KEY, self._unwatched)
+            self._unwatch("git could not list the folders it ignores", time.monotonic())
             return
         from nia_plugins.git.watch import TreeWatcher  # only a process that observes twice watches
 
@@ -245,10 +256,14 @@ class Observer:
         )
         watcher = TreeWatcher.start(top, skipped, {own: frozenset(GENERATED_NAMES)}, share.deadline, above)
         if isinstance(watcher, str):
-            self._unwatched = watcher
-            log.debug("%s: the working tree is not watched: %s", KEY, watcher)
+            self._unwatch(watcher, time.monotonic())
         else:
-            self._watcher = watcher
+            self._watcher, self._unwatched = watcher, ""
+
+    def _unwatch(self, why: str, now: float) -> None:
+        if why != self._unwatched:
+            log.debug("%s: the working tree is not watched: %s", KEY, why)
+        self._unwatched, self._unwatched_at = why, now
 
     def _ignored_folders(
         self, git: GitProgram, overrides: tuple[tuple[str, str], ...], budget: Budget, listed: bytes

@@ -230,6 +230,11 @@ class TreeWatcher:
                 continue  # unreadable, or gone: git cannot list it either
         return None
 
+    @property
+    def watching(self) -> bool:
+        """False once closed: by its observer, or because another tree took its place."""
+        return self._closed.alive
+
     def seen(self) -> Seen:
         """What happened in the tree since the last call: one non-blocking read per queued batch."""
         with _watching_lock:

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import nia_plugins.git
+import nia_plugins.git.observer
 import nia_plugins.git.watch
 from nia_core.project import locate
 from nia_core.testing import BoundaryDriver, Project
@@ -405,3 +406,38 @@ def test_the_git_calls_that_list_ignored_folders_get_the_overrides_and_environme
 
     assert environments["ls-files"] == environments["check-ignore"] == environments["--work-tree"]  # status
     assert "GIT_CONFIG_KEY_0=core.fsmonitor" in environments["ls-files"]
+
+
+def test_a_tree_another_took_the_watch_of_is_looked_at_by_time_and_takes_no_watch_back(fake_git, tmp_path):
+    """More trees than a process watches, used in turn: no tug of war over the watches, each a rebuild and a git."""
+    chats, repos = [], []
+    for index in range(WATCHED_TREES + 1):  # the last one takes the first one's place
+        repo = Repo.init(tmp_path / f"p{index}")
+        repo.commit("Initial commit", **{"app.py": "x = 1\n", ".gitignore": ".nia/\n"})
+        (repo.root / ".nia").mkdir()
+        repos.append(repo)
+        chats.append(watched_conversation(locate(repo.root)))
+    repos[0].write("app.py", "x = 2\n")
+    edited = chats[0].boundary()  # git looks: what happened since it lost its watch is unknown
+    time.sleep(REFRESH * 1.5)
+    before = statuses(fake_git)
+
+    quiet = [chat.boundary().kind for chat in chats[1:]]
+
+    assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
+    assert (quiet, statuses(fake_git) - before) == (["unchanged"] * WATCHED_TREES, 0)
+
+
+def test_a_tree_that_could_not_be_watched_is_tried_again_later(fake_git, repo, nia_project, monkeypatch):
+    monkeypatch.setattr(nia_plugins.git.observer, "WATCH_RETRY", REFRESH * 2)
+    for index in range(WATCHED_FOLDERS + 1):
+        (nia_project.root / "src" / f"d{index}").mkdir(parents=True)
+    chat = watched_conversation(nia_project.location)  # too many folders: not watched
+    shutil.rmtree(nia_project.root / "src")
+    time.sleep(REFRESH * 2)
+    chat.boundary()  # git looks (the refresh interval passed), and the watches are tried again
+    before = statuses(fake_git)
+
+    quiet = quiet_boundary(chat)
+
+    assert (quiet.kind, statuses(fake_git) - before) == ("unchanged", 0)
