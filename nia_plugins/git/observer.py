@@ -254,7 +254,9 @@ class Observer:
         above = (
             () if parts is None else tuple(os.path.join(self.repo.worktree, *parts[:n]) for n in range(len(parts) + 1))
         )
-        watcher = TreeWatcher.start(top, skipped, {own: frozenset(GENERATED_NAMES)}, share.deadline, above)
+        watcher = TreeWatcher.start(
+            top, skipped, {own: frozenset(GENERATED_NAMES) - {".gitignore"}}, share.deadline, above
+        )
         if isinstance(watcher, str):
             self._unwatch(watcher, time.monotonic())
         else:

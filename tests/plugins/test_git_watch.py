@@ -146,7 +146,6 @@ def test_what_nia_writes_in_the_projects_own_folder_runs_no_git(fake_git, nia_pr
     for name in ("logs", "hook-output"):
         (nia_project.root / ".nia" / name).mkdir(exist_ok=True)
         (nia_project.root / ".nia" / name / "2026.log").write_text("written by nia\n")
-    (nia_project.root / ".nia" / ".gitignore").write_text("/logs/\n")
     quiet = quiet_boundary(chat)
 
     assert (quiet.kind, statuses(fake_git) - before) == ("unchanged", 0)
@@ -441,3 +440,20 @@ def test_a_tree_that_could_not_be_watched_is_tried_again_later(fake_git, repo, n
     quiet = quiet_boundary(chat)
 
     assert (quiet.kind, statuses(fake_git) - before) == ("unchanged", 0)
+
+
+def test_a_rule_the_user_adds_to_the_projects_own_ignore_file_is_seen_at_the_next_boundary(fake_git, nia_project):
+    repo = Repo.init(nia_project.root)
+    repo.commit("Initial commit", **{"app.py": "x = 1\n", ".nia/project.toml": "[plugins.nia-git]\nrefresh = 0.2\n"})
+    (nia_project.root / ".nia" / "cache").mkdir()
+    (nia_project.root / ".nia" / "cache" / "x.bin").write_text("x\n")
+    chat = BoundaryDriver(nia_project.location).conversation(nia_plugins.git)
+    time.sleep(REFRESH * 1.5)
+    chat.boundary()  # the watches are set
+    time.sleep(REFRESH * 1.5)
+
+    (nia_project.root / ".nia" / ".gitignore").write_text("/cache/\n")  # nia writes it once; then it is the user's
+    ruled = chat.boundary()
+
+    assert "`.nia/cache/`" in chat.baseline
+    assert ruled.text == "The working tree is clean again."
