@@ -133,7 +133,7 @@ def instructions_source(files: tuple[tuple[str, str | None], ...], budget: int) 
 
     def load() -> Any:
         previous, items = last["contents"], last["items"]
-        contents = []
+        contents: list[Content | None] = []
         for index, (label, root) in enumerate(files):
             try:
                 content = _files.read(label, root=root, limit=budget, data=False)
@@ -152,12 +152,12 @@ def instructions_source(files: tuple[tuple[str, str | None], ...], budget: int) 
         if previous is not None and all(a is b for a, b in zip(previous, contents, strict=True)):
             return last["value"]
         made: list[dict[str, Any] | None] = []
-        for index, ((label, root), content) in enumerate(zip(files, contents, strict=True)):
-            if previous is not None and content is not None and previous[index] is content:
+        for index, ((label, root), read) in enumerate(zip(files, contents, strict=True)):
+            if previous is not None and read is not None and previous[index] is read:
                 made.append(items[index])  # unchanged: its text as made last time
-            elif content is not None:
-                made.append(_item(label, content, budget))
-                contents[index] = _files.done_with(label, content, root=root, limit=budget)
+            elif read is not None:
+                made.append(_item(label, read, budget))
+                contents[index] = _files.done_with(label, read, root=root, limit=budget)
             else:
                 made.append(None)
         result = tuple(item for item in made if item is not None)

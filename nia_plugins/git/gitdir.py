@@ -6,8 +6,8 @@ import os
 
 from nia_plugins.git.repository import Repository, read_small
 
-WATCHED_IN_GITDIR = ("HEAD", "index", "config.worktree", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG")
-WATCHED_IN_GITDIR += ("rebase-merge", "rebase-apply")
+WATCHED_IN_GITDIR: tuple[str, ...] = ("HEAD", "index", "config.worktree", "MERGE_HEAD", "CHERRY_PICK_HEAD")
+WATCHED_IN_GITDIR += ("REVERT_HEAD", "BISECT_LOG", "rebase-merge", "rebase-apply")
 """Per-worktree files git updates when HEAD, the index or an operation moves."""
 WATCHED_IN_COMMONDIR = (
     "packed-refs",

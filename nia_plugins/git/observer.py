@@ -28,6 +28,7 @@ from nia_plugins.git.gitdir import (
     ref_file,
     stash_count,
 )
+from nia_plugins.git.ignored import ignored_folders
 from nia_plugins.git.outside import reaches_outside, ref_leaves_repository
 from nia_plugins.git.porcelain import COMMIT_LOG, commit_fields, parse_status
 from nia_plugins.git.process import Budget, Started
@@ -84,7 +85,7 @@ class Observer:
         """Why the tree is not watched (said once in the log), once watching was tried; tried again after
         :data:`WATCH_RETRY` seconds (a busy machine, a tree that shrank, a slot another tree left)."""
         self._unwatched_at = 0.0
-        moving = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
+        moving: tuple[str, ...] = (repo.dotgit, os.path.join(repo.gitdir, "HEAD"))
         moving += tuple(os.path.join(repo.commondir, name) for name in ("packed-refs", "reftable/tables.list"))
         self._moving = tuple(self._fixed.index(path) for path in moving)
         """Where in the signature the files that say which commit HEAD is are (the ref files follow ``_fixed``)."""
@@ -222,23 +223,16 @@ class Observer:
         """Set a watch on every folder of the tree git does not ignore, before ``git status`` looks at it.
 
         Anything that changes after the watches are set is in the next
-        observation's queue; anything before, git is about to see. Folders git
-        ignores are left out (``git ls-files`` says which, with the same
-        overrides, within the observation's ``budget`` and a third of it at
-        most): a change there is no change of the status. Only a folder an
-        ignore rule names is left out, not one git lists because each file in
-        it is ignored (a ``*.o`` rule): a new file there may not be.
+        observation's queue; anything before, git is about to see. Folders an
+        ignore rule names are left out (:func:`ignored_folders`, within the
+        observation's ``budget`` and a third of it at most): a change there is
+        no change of the status.
         """
         if self._watcher is not None:
             self._watcher.close()
             self._watcher = None
         share = Budget(budget.seconds, min(budget.deadline, time.monotonic() + self.settings.timeout / 3))
-        args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", *self._scope]
-        try:
-            code, out, _err = run_git(git, self.repo, "ls-files", args, share, overrides)
-            ignored = self._ignored_folders(git, overrides, share, out) if code == 0 else None
-        except GitFailed:
-            ignored = None
+        ignored = ignored_folders(git, self.repo, self._scope, overrides, share)
         if ignored is None:
             self._unwatch("git could not list the folders it ignores", time.monotonic())
             return
@@ -266,37 +260,6 @@ class Observer:
         if why != self._unwatched:
             log.debug("%s: the working tree is not watched: %s", KEY, why)
         self._unwatched, self._unwatched_at = why, now
-
-    def _ignored_folders(
-        self, git: GitProgram, overrides: tuple[tuple[str, str], ...], budget: Budget, listed: bytes
-    ) -> list[bytes] | None:
-        """The folders of ``git ls-files --ignored --directory``'s answer an ignore rule names; ``None``: unknown.
-
-        git lists a folder whose files are all ignored too (and those files
-        after it); ``git check-ignore`` says which of the folders it listed
-        alone a rule names (``./`` in front: a name is never read as pathspec
-        magic; one answer line per path, in order, ``::`` when no rule names it).
-        """
-        entries = sorted(path for path in listed.split(b"\0") if path)
-        alone = [
-            path.rstrip(b"/")
-            for index, path in enumerate(entries)
-            if path.endswith(b"/") and not (index + 1 < len(entries) and entries[index + 1].startswith(path))
-        ]
-        ignored: list[bytes] = []
-        while alone:
-            batch, size = [], 0
-            while alone and size < 65536:
-                batch.append(alone.pop())
-                size += len(batch[-1]) + 3
-            args = ["check-ignore", "--verbose", "--non-matching", "--no-index", "--"]
-            paths = ["./" + os.fsdecode(path) for path in batch]
-            code, out, _err = run_git(git, self.repo, "check-ignore", [*args, *paths], budget, overrides)
-            lines = out.split(b"\n")[: len(batch)]
-            if code not in (0, 1) or len(lines) != len(batch):
-                return None
-            ignored += [path for path, line in zip(batch, lines, strict=True) if not line.startswith(b"::\t")]
-        return ignored
 
     def _described(
         self, git: GitProgram, budget: Budget, head: Started | None, overrides: tuple[tuple[str, str], ...]
