@@ -510,10 +510,11 @@ def _loose(world: World, what: str) -> None:
     tree = world.git("rev-parse", "HEAD^{tree}", cwd=world.private).strip()
     for oid in (commit, tree):
         mine = loose(world.root, oid)
-        if what == "folder":
-            if not mine.parent.exists():
-                mine.parent.symlink_to(loose(world.private, oid).parent, target_is_directory=True)
-        else:
+        if what == "folder" and not mine.parent.exists():
+            mine.parent.symlink_to(loose(world.private, oid).parent, target_is_directory=True)
+        elif what == "folder" and mine.parent.is_symlink():
+            pass  # the commit and the tree share their fan-out folder, already linked
+        else:  # "files"; or the project's own objects hold that fan-out folder already (a 1-in-256 chance per id)
             mine.parent.mkdir(exist_ok=True)
             mine.symlink_to(loose(world.private, oid))
     head_at_outside_commit(world)
