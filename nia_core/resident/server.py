@@ -28,7 +28,7 @@ asked to (``nia hook stop``, ``SIGTERM``), when nia's code changed, after a
 hook during which a plugin left a thread nia had to abandon (a hung import),
 after a hook that leaves more than :data:`GIVEN_UP` loader calls past their timeout running, and after a
 hook that leaves more than half its limit of open files open or more than :data:`THREADS` threads running, and
-after a hook past which its memory grew by more than :data:`MEMORY_GROWTH` since its first hook.
+after a hook past which its memory grew by more than :data:`MEMORY_GROWTH` since its latest first hook of a project.
 It never polls: between hooks it sleeps in one ``poll`` on its socket and a wake-up pipe.
 """
 
@@ -80,7 +80,7 @@ MEMORY_GROWTH = 256 * 1024 * 1024
 """Bytes of peak memory a resident may gain after its first hook: a plugin that keeps something at every hook (a
 cache without a bound, a list it only appends to) would otherwise grow it for as long as the resident lives,
 where a hook's own process frees it at its end. The first hook's own needs (a large model, a big index) are in
-the figure it is measured from."""
+the figure it is measured from, and so are those of each project's first hook in this resident."""
 
 
 def idle_seconds() -> float:
@@ -121,7 +121,9 @@ class Resident:
         self.store: Store | None = None
         """The store hooks use, kept open between them while :meth:`Store.still_current` says it may be."""
         self.settled: int | None = None
-        """Peak memory (bytes) after the first hook: what :data:`MEMORY_GROWTH` is measured from."""
+        """Peak memory (bytes) after the latest first hook of a project: what :data:`MEMORY_GROWTH` is measured from."""
+        self.settled_for: set[str] = set()
+        """The projects (roots) whose first hook :attr:`settled` has seen."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -377,6 +379,7 @@ class Resident:
             location = None  # the door says what is wrong with it, as in-process
         except Exception:  # noqa: BLE001 - likewise: run() reports it
             location = None
+        first_of_project = False
         if location is not None:
             allowed, _ = resident_enabled(location.root)
             if not allowed:
@@ -387,6 +390,8 @@ class Resident:
             except TooLarge as exc:
                 return {"refused": str(exc)}
             root = str(location.root)
+            first_of_project = root not in self.settled_for
+            self.settled_for.add(root)
             if root not in self.projects:
                 self.projects = [*self.projects[-(LISTED_PROJECTS - 1) :], root]
                 with contextlib.suppress(Exception):
@@ -416,16 +421,22 @@ class Resident:
             self.end(f"{files} files are open (plugins left them open)")
         elif threading.active_count() > THREADS:
             self.end(f"{threading.active_count()} threads are running (plugins left them running)")
-        elif (grown := self._memory_growth()) > MEMORY_GROWTH:
+        elif (grown := self._memory_growth(first_of_project)) > MEMORY_GROWTH:
             self.end(f"its memory grew by {grown >> 20} MiB since its first hook (plugins keep what they made)")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
 
-    def _memory_growth(self) -> int:
-        """Bytes of peak memory gained since the first hook (0 at the first)."""
+    def _memory_growth(self, first_of_project: bool) -> int:
+        """Bytes of peak memory gained since the latest first hook of a project (0 at such a hook).
+
+        A project's first hook loads its plugins and whatever they keep for the process's life (a model, an
+        index), as the resident's first hook does: measured from the resident's first hook alone, a project
+        whose first hook needs more than :data:`MEMORY_GROWTH` ended the resident at every visit when another
+        project's hook started it (one resident answers an agent's hooks in every project it works in).
+        """
         import resource
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux, where residents run
-        if self.settled is None:
+        if self.settled is None or first_of_project:
             self.settled = peak
         return peak - self.settled
 

@@ -750,3 +750,56 @@ def test_a_plugin_keeping_memory_at_every_hook_does_not_grow_a_resident_without_
         assert "HOARDED" in (world.text(world.run(f"s{number}", "SessionStart", "startup")) or "")
     assert "resident" in [e["answered_by"] for e in world.log()]
     world.gone(first["pid"])
+
+
+MODEL = """
+from nia_core import ContextSource, hookimpl
+
+MODEL = []
+
+def load():
+    if not MODEL:  # loaded once, at this project's first boundary, and kept for the process's life: a cache
+        MODEL.append(b"x" * (288 << 20))
+    return "ready"
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="model/x", load=load, baseline=lambda v: f"MODEL-{v}")]
+"""
+
+
+def test_a_project_whose_first_hook_needs_much_memory_does_not_restart_a_shared_resident_at_every_visit(world):
+    """What a project's first hook needs is in the figure, also when another project's hook started the resident.
+
+    An agent's hooks share one resident across the projects the agent works in (the scope holds the hook
+    process's folder, not the project): one project's hooks, then a neighbour whose plugin loads a large model
+    once. Measured from the first project's first hook alone, the neighbour's first hook ended the resident,
+    and the next visit after two of the first project's hooks ended the next one: a cold hook and a resident's
+    start at every visit, worse than answering in-process.
+    """
+    sub = world.root / "model"
+    (sub / ".nia" / "plugins").mkdir(parents=True)
+    (sub / ".nia" / "plugins" / "model.py").write_text(MODEL)
+
+    def hook(session: str, cwd: Path) -> str | None:
+        data = {"session_id": session, "cwd": str(cwd), "hook_event_name": "UserPromptSubmit", "prompt": "go on"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"],
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            env=world.env,
+            cwd=world.root,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return world.text(done)
+
+    first = world.started()
+    for visit in range(3):
+        assert "ACME-RULE: one" in (hook(f"shop{visit}", world.root) or "")
+        world.ready()  # an agent's hooks are seconds apart: a resident the hook started answers the next
+        assert "ACME-RULE: one" in (hook(f"shop{visit}b", world.root) or "")
+        assert "MODEL-ready" in (hook(f"model{visit}", sub) or "")
+    assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 9
+    assert first["pid"] in [r["pid"] for r in world.residents()]
