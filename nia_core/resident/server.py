@@ -372,6 +372,10 @@ class Resident:
             door = adapter(host)
         except KeyError as exc:
             return {"refused": str(exc)}
+        # The hook's process first, then its project: a relative folder in the hook is the hook's working
+        # directory's, not the one a plugin of an earlier hook left this process in.
+        _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
+        self._fresh_process(argv)
         try:
             hook = door.parse(data)
             location = self.runtime.locate(hook.cwd)
@@ -396,8 +400,6 @@ class Resident:
                 self.projects = [*self.projects[-(LISTED_PROJECTS - 1) :], root]
                 with contextlib.suppress(Exception):
                     self.write_metadata()
-        _environment(self.scope["env"], {k: v for k, v in per_hook.items() if k in PER_HOOK and isinstance(v, str)})
-        self._fresh_process(argv)
         abandoned = len(abandoned_threads())
         answer = io.StringIO()
         record_logged()  # this hook's warnings, said once each, as in a hook's own process

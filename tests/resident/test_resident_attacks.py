@@ -803,3 +803,57 @@ def test_a_project_whose_first_hook_needs_much_memory_does_not_restart_a_shared_
         assert "MODEL-ready" in (hook(f"model{visit}", sub) or "")
     assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 9
     assert first["pid"] in [r["pid"] for r in world.residents()]
+
+
+WANDERER = """
+import os
+from pathlib import Path
+from nia_core import ContextSource, hookimpl
+
+def wander():
+    os.chdir(Path(__file__).resolve().parents[3] / "other")  # left there: the next hook's folder must not be
+    return 1
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="wanderer/x", load=wander, baseline=lambda v: "WANDERED")]
+"""
+
+
+def test_a_relative_hook_folder_is_the_hooks_own_whatever_folder_a_plugin_left_the_resident_in(world):
+    """The hook's folder is found from the hook process's working directory, as a hook's own process finds it.
+
+    A resident restores its working directory before each hook's boundary; it found the hook's project before
+    that, in the folder the previous hook's plugin left it in, and answered for that folder's project.
+    """
+    other = world.root.parent / "other"
+    (other / ".nia" / "plugins").mkdir(parents=True)
+    (other / ".nia" / "plugins" / "other.py").write_text(
+        "from nia_core import ContextSource, hookimpl\n\n"
+        "@hookimpl\n"
+        "def nia_context_sources(location):\n"
+        "    return [ContextSource(key='other/x', load=lambda: 1, baseline=lambda v: 'OTHER-PROJECT')]\n"
+    )
+    (world.plugins / "wanderer.py").write_text(WANDERER)
+
+    def relative(session: str, env: dict[str, str] | None = None) -> str:
+        data = {"session_id": session, "cwd": ".", "hook_event_name": "SessionStart", "source": "startup"}
+        done = subprocess.run(
+            [*HOOK, "claude-code"],
+            input=json.dumps(data),
+            capture_output=True,
+            text=True,
+            env={**world.env, **(env or {})},
+            cwd=world.root,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return world.text(done) or ""
+
+    world.started()
+    here = relative("in", {"NIA_RESIDENT": "0"})
+    assert "WANDERED" in (world.text(world.run("a", "SessionStart", "startup")) or "")  # the resident is left there
+    there = relative("b")
+    assert [e["answered_by"] for e in world.log()][-3:] == ["in-process", "resident", "resident"]
+    assert "ACME-RULE: one" in here and "OTHER-PROJECT" not in here
+    assert there == here
