@@ -191,14 +191,23 @@ class Resident:
                 store.close()
 
     def rebuild(self) -> None:
-        """Drop the runtime (hosts, views, local and editable plugin modules): the next hook loads them afresh."""
+        """Drop the runtime (hosts, views, local and editable plugin modules): the next hook loads them afresh.
+
+        What the dropped modules kept is freed here, before the new ones load theirs: a module is a reference
+        cycle (its functions hold its globals), which only the cyclic collector frees, whenever it happens to
+        run; a plugin keeping a model loaded the new one beside the old, and the resident ended for its memory.
+        """
+        import gc
+
         from nia_core.runtime import Runtime
 
         old = self.runtime
         self.runtime = Runtime(**self._runtime_options())
         with contextlib.suppress(Exception):
             old.close()
+        del old
         self.freshness.forget_modules()
+        gc.collect()
 
     def end(self, why: str) -> None:
         """Stop taking hooks; the process ends once the hooks being answered are answered (safe in a signal handler)."""

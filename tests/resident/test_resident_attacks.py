@@ -857,3 +857,21 @@ def test_a_relative_hook_folder_is_the_hooks_own_whatever_folder_a_plugin_left_t
     assert [e["answered_by"] for e in world.log()][-3:] == ["in-process", "resident", "resident"]
     assert "ACME-RULE: one" in here and "OTHER-PROJECT" not in here
     assert there == here
+
+
+def test_a_plugin_edited_in_a_resident_does_not_hold_what_its_old_version_kept_beside_the_new(world):
+    """A plugin whose files changed is imported afresh: what its old module kept (a model) is freed first.
+
+    A module is a reference cycle (its functions hold its globals), so dropping it frees nothing until the cyclic
+    garbage collector happens to run: the new version loaded its model beside the old one, the peak grew by a
+    whole model, and the resident ended after every edit of a plugin keeping one.
+    """
+    (world.plugins / "model.py").write_text(MODEL)
+    first = world.started()
+    assert "MODEL-ready" in (world.text(world.run("s0", "SessionStart", "startup")) or "")
+    for edit in range(2):
+        (world.plugins / "model.py").write_text(f"{MODEL}\n# edit {edit}\n")
+        assert "MODEL-ready" in (world.text(world.run(f"e{edit}", "SessionStart", "startup")) or "")
+        assert "MODEL-ready" in (world.text(world.run(f"f{edit}", "SessionStart", "startup")) or "")
+    assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 5
+    assert first["pid"] in [r["pid"] for r in world.residents()]
