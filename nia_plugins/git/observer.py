@@ -138,7 +138,11 @@ class Observer:
             self._answered = False
         if self._value is not None and signature == self._signature and self._answered:
             if watcher is None:
-                fresh = now - self._checked < self.settings.refresh
+                # The second observation sets the watches however soon after the first it comes (a
+                # resident's next hook may come within the refresh interval: an edit before it waited for
+                # the interval); once watching was tried and failed, the tree is looked at by time.
+                untried = self.settings.refresh > 0 and not self._unwatched
+                fresh = now - self._checked < self.settings.refresh and not untried
             else:
                 # A watch vouches for the tree, not for git: a failed observation is retried after `refresh`.
                 limit = self.settings.refresh if self._value.error else max(self.settings.refresh, watcher.refresh)

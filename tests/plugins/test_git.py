@@ -10,6 +10,7 @@ import time
 import pytest
 
 import nia_plugins.git
+import nia_plugins.git.watch
 from nia_core.plugin_host import PluginError
 from nia_core.project import locate
 from nia_core.testing import BoundaryDriver
@@ -156,8 +157,12 @@ def test_a_later_edit_says_what_is_new_and_restates_the_whole_tree(repo, nia_pro
     )
 
 
-def test_an_edit_inside_the_refresh_interval_waits_while_git_changes_do_not(repo, nia_project):
+def test_in_a_tree_not_watched_an_edit_inside_the_refresh_interval_waits_while_git_changes_do_not(
+    repo, nia_project, monkeypatch
+):
+    monkeypatch.setattr(nia_plugins.git.watch, "WATCHED_FOLDERS", 0)  # a tree too large to watch: by time
     chat = conversation(nia_project.location, refresh=3600)
+    chat.boundary()  # the second observation: git looks, and the watch is tried (and refused)
 
     repo.write("app.py", "print('edited')\n")
     unseen = chat.boundary()
@@ -547,7 +552,7 @@ def test_an_unchanged_observation_runs_no_git_and_every_call_is_locked_down(fake
     chat.boundary()
     moved = len([c for c, _ in fake_git() if " status " in c])
 
-    assert (started, quiet, moved) == (1, 1, 2)
+    assert (started, quiet, moved) == (1, 2, 3)  # the second observation's, which sets the watches; then none
     for call, variables in fake_git():
         assert call.startswith("--no-pager --no-optional-locks -C ")
         given = dict(pair.split("=", 1) for pair in variables.split())

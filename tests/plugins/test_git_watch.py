@@ -94,6 +94,28 @@ def test_an_unchanged_tree_runs_no_git_past_the_refresh_interval_and_an_edit_is_
     assert edited.text == "Working tree: 1 file modified since the last message (`app.py`)."
 
 
+def test_the_second_observation_sets_the_watches_however_soon_after_the_first(fake_git, repo, nia_project):
+    # A resident's first hook observes as a hook in its own process does (no watch); its next hook may come
+    # well within the refresh interval (a real agent's next turn), and an edit made before it was unseen
+    # until the interval passed (found with the real agents in a real repository, tests/real_agents).
+    Project(nia_project.root).configure("nia-git", refresh=60)
+    chat = BoundaryDriver(nia_project.location).conversation(nia_plugins.git)
+    before = statuses(fake_git)
+    second = chat.boundary()  # at once: git looks once more, to set the watches
+    setting = statuses(fake_git) - before
+    repo.write("app.py", "print('edited')\n")
+    (nia_project.root / "notes.txt").write_text("a new file\n")
+    edited = chat.boundary()
+    unchanged = chat.boundary()
+
+    assert (second.kind, setting, unchanged.kind) == ("unchanged", 1, "unchanged")
+    assert (
+        edited.text
+        == "Working tree: 1 file modified since the last message (`app.py`); 1 new untracked file (`notes.txt`)."
+    )
+    assert statuses(fake_git) - before == 2  # the watches' status and the edit's: none for the unchanged boundary
+
+
 def test_a_hook_in_its_own_process_observes_once_and_sets_no_watch(fake_git, repo, nia_project):
     Project(nia_project.root).configure("nia-git", refresh=REFRESH)
 

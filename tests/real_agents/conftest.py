@@ -63,6 +63,53 @@ def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "shop")
 
 
+GIT_BASELINE = "Git status (nia keeps this current; paths are relative to the project root):"
+"""The first line of nia/git's baseline (nia_plugins/git/render.py)."""
+
+
+def make_git_repository(root: Path):
+    """A real git repository (``git init``, one commit) holding :func:`make_project`'s files and ``app.py``.
+
+    Built with the real git without the user's config (tests/plugins/gitrepo.py). nia-git's refresh
+    interval is a minute, longer than the test's turns take, so the hooks see an edit at once only by
+    looking (a hook in its own process) or by the watch (a resident), never because the interval
+    passed. Commit what a hook install wrote (``repo.commit(...)``) before the first turn: the tree is clean.
+    """
+    from tests.plugins.gitrepo import Repo
+
+    repo = Repo.init(root)
+    (root / "AGENTS.md").write_text("AGENTS-SAYS: use tabs.\n")
+    write_plugin(root, "one")
+    (root / ".nia" / "project.toml").write_text("[plugins.nia-git]\nrefresh = 60\n")
+    repo.commit("Start the shop", **{"app.py": "print('shop')\n"})
+    return repo
+
+
+GIT_EDITED = "Working tree: 1 file modified since the last message (`app.py`); 1 new untracked file (`notes.txt`)."
+"""nia/git's update after :func:`edit_between_turns` in a clean tree: both paths, and nothing else."""
+
+
+def edit_between_turns(root: Path) -> None:
+    """What the agent's edit tool or the user does between two turns: a tracked file edited, a new file."""
+    (root / "app.py").write_text("print('shop, edited')\n")
+    (root / "notes.txt").write_text("a new file\n")
+
+
+def assert_answered_by(entries: list[dict], first_turn: int) -> None:
+    """Who answered a conversation's hooks (its hook log entries, oldest first), in this test's hook mode.
+
+    In their own process: every hook. With a resident: the first hook in-process (none ran yet), which
+    starts one, and every hook from ``entries[first_turn]`` on (the later turns) by the resident; a hook of
+    the first turn after its first may come while the resident still starts.
+    """
+    paths = [(e["event"], e["answered_by"], e["fallback"]) for e in entries]
+    if os.environ.get("NIA_RESIDENT") != "1":
+        assert {e["answered_by"] for e in entries} == {"in-process"}, paths
+        return
+    assert entries[0]["answered_by"] == "in-process" and "yet" in entries[0]["fallback"], paths
+    assert len(entries) > first_turn and {e["answered_by"] for e in entries[first_turn:]} == {"resident"}, paths
+
+
 @contextmanager
 def isolated(tmp_path_factory: pytest.TempPathFactory, resident: bool = False) -> Iterator[Path]:
     """The environment every test gets (tests/conftest.py), for a module-scoped fixture, which runs before it.

@@ -10,7 +10,16 @@ import subprocess
 
 import pytest
 
-from tests.real_agents.conftest import hook_log, nia, write_plugin
+from tests.real_agents.conftest import (
+    GIT_BASELINE,
+    GIT_EDITED,
+    assert_answered_by,
+    edit_between_turns,
+    hook_log,
+    make_git_repository,
+    nia,
+    write_plugin,
+)
 from tests.real_agents.fakemodel import SUMMARY, is_compaction
 from tests.real_agents.harness import ClaudeCode, agent_binary, request_text
 
@@ -278,3 +287,47 @@ def test_a_fork_continues_the_parents_context_with_only_the_delta(claude, projec
 
     turn(claude, "the parent goes on", sid)  # the parent is not touched by its fork
     assert told(last_request(server), "ACME-RULE changed: two (was one)") == 1
+
+
+@pytest.mark.both_hook_modes  # a resident watches the working tree; a hook in its own process runs git status
+def test_a_real_git_repository_baseline_then_one_update_naming_the_edits_then_nothing(tmp_path, agent_home, server):
+    agent_binary("claude")
+    root = tmp_path / "shop"
+    repo = make_git_repository(root)
+    done = nia("hook", "install", "claude-code", "--program", _program(), cwd=root)
+    assert done.returncode == 0, done.stderr
+    repo.commit("Share the hooks")  # .claude/settings.json, as a team commits it
+    claude = ClaudeCode(root, agent_home, server)
+
+    sid = turn(claude, "first")
+    sent = last_request(server)
+    assert told(sent, "Environment:") == 1 and sent.count(GIT_BASELINE) == 1, sent[-3000:]
+    assert f"- Branch: `main` (no upstream)\n- HEAD: `{repo.short()}` Share the hooks\n- Working tree: clean" in sent
+    assert sent.count("Working tree: ") == 1  # neither Claude Code nor nia's own files (.nia/) dirtied the tree
+    assert repo.git("status", "--porcelain") == ""
+
+    turn(claude, "second", sid)  # a resident has observed the tree by now (its watch comes from its second look)
+    assert last_request(server).count("Working tree: ") == 1
+
+    edit_between_turns(root)
+    turn(claude, "third", sid)
+    sent = last_request(server)
+    assert told(sent, GIT_EDITED) == 1
+    assert sent.count("Working tree: ") == 2  # the baseline's line and the one update
+
+    turn(claude, "fourth", sid)
+    after = last_request(server)
+    assert after.count("Working tree: ") == 2 and told(after, GIT_EDITED) == 1  # nothing changed: nothing added
+
+    entries = [e for e in hook_log(root) if e["host_session"] == sid]
+    assert [(e["event"], e["outcome"], e["changed"]) for e in entries] == [
+        ("SessionStart", "initialized", []),
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "updated", ["~nia/git"]),  # the resumed session's start: the edits since the last turn
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+    ]
+    assert_answered_by(entries, first_turn=2)

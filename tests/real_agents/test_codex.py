@@ -16,7 +16,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.real_agents.conftest import hook_log, nia, write_plugin
+from tests.real_agents.conftest import (
+    GIT_BASELINE,
+    GIT_EDITED,
+    assert_answered_by,
+    edit_between_turns,
+    hook_log,
+    make_git_repository,
+    nia,
+    write_plugin,
+)
 from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction
 from tests.real_agents.harness import Codex, CodexAppServer, agent_binary, nia_program, request_text
 
@@ -101,6 +110,48 @@ def test_baseline_once_unchanged_turn_silent_update_and_removal(codex, project, 
     assert [e["outcome"] for e in entries[1:4]] == ["unchanged", "unchanged", "unchanged"]
     assert any("exploded" in w for w in entries[-2]["warnings"] + entries[-1]["warnings"])
     assert {e["epoch"] for e in entries} == {1}
+
+
+@pytest.mark.both_hook_modes  # a resident watches the working tree; a hook in its own process runs git status
+def test_a_real_git_repository_baseline_then_one_update_naming_the_edits_then_nothing(tmp_path, agent_home, server):
+    root = tmp_path / "shop"
+    repo = make_git_repository(root)
+    codex = installed(root, agent_home, server)
+    repo.commit("Share the hooks")  # .codex/hooks.json and config.toml, as a team commits them
+
+    sid = turn(codex, "first")
+    baseline = [t for t in developer_texts(server) if GIT_BASELINE in t]
+    assert len(baseline) == 1 and baseline[0].startswith("Environment:")
+    assert (
+        f"- Branch: `main` (no upstream)\n- HEAD: `{repo.short()}` Share the hooks\n- Working tree: clean"
+        in baseline[0]
+    )
+    assert request_text(server.model_requests()[-1].body).count("Working tree: ") == 1
+    assert repo.git("status", "--porcelain") == ""  # neither Codex nor nia's own files (.nia/) dirtied the tree
+
+    turn(codex, "second", sid)  # a resident has observed the tree by now (its watch comes from its second look)
+    assert [t for t in developer_texts(server) if "Working tree: " in t] == baseline
+
+    edit_between_turns(root)
+    turn(codex, "third", sid)
+    assert [t for t in developer_texts(server) if "Working tree: " in t] == [baseline[0], GIT_EDITED]
+    assert request_text(server.model_requests()[-1].body).count("Working tree: ") == 2
+
+    turn(codex, "fourth", sid)
+    assert [t for t in developer_texts(server) if "Working tree: " in t] == [baseline[0], GIT_EDITED]
+
+    entries = [e for e in hook_log(root) if e["host_session"] == sid]
+    assert [(e["event"], e["outcome"], e["changed"]) for e in entries] == [
+        ("SessionStart", "initialized", []),
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "updated", ["~nia/git"]),  # `exec resume`'s start: the edits since the last turn
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+    ]
+    assert_answered_by(entries, first_turn=2)
 
 
 def test_agents_md_edit_is_one_nia_update_with_the_switch_on(codex, project, server):
