@@ -80,7 +80,8 @@ MEMORY_GROWTH = 256 * 1024 * 1024
 """Bytes of peak memory a resident may gain after its first hook: a plugin that keeps something at every hook (a
 cache without a bound, a list it only appends to) would otherwise grow it for as long as the resident lives,
 where a hook's own process frees it at its end. The first hook's own needs (a large model, a big index) are in
-the figure it is measured from, and so are those of each project's first hook in this resident."""
+the figure it is measured from, and so are those of each project's first hook in this resident (with what the
+loads it began kept by the project's second hook)."""
 
 
 def idle_seconds() -> float:
@@ -121,9 +122,11 @@ class Resident:
         self.store: Store | None = None
         """The store hooks use, kept open between them while :meth:`Store.still_current` says it may be."""
         self.settled: int | None = None
-        """Peak memory (bytes) after the latest first hook of a project: what :data:`MEMORY_GROWTH` is measured from."""
-        self.settled_for: set[str] = set()
-        """The projects (roots) whose first hook :attr:`settled` has seen."""
+        """Peak memory (bytes) after the latest first hook of a project (or at the start of its second): what
+        :data:`MEMORY_GROWTH` is measured from."""
+        self.settled_for: dict[str, int] = {}
+        """The projects (roots) whose first hook :attr:`settled` has seen, with how many of their hooks it saw (2 at
+        most)."""
 
     def _runtime_options(self) -> dict[str, Any]:
         return {
@@ -403,8 +406,11 @@ class Resident:
             except TooLarge as exc:
                 return {"refused": str(exc)}
             root = str(location.root)
-            first_of_project = root not in self.settled_for
-            self.settled_for.add(root)
+            seen = self.settled_for.get(root, 0)
+            first_of_project = seen == 0
+            if seen == 1:  # what the first hook's loads went on to need once it was answered (a slow refresh load)
+                self._memory_growth(settle=True)
+            self.settled_for[root] = min(seen + 1, 2)
             if root not in self.projects:
                 self.projects = [*self.projects[-(LISTED_PROJECTS - 1) :], root]
                 with contextlib.suppress(Exception):
@@ -432,23 +438,26 @@ class Resident:
             self.end(f"{files} files are open (plugins left them open)")
         elif threading.active_count() > THREADS:
             self.end(f"{threading.active_count()} threads are running (plugins left them running)")
-        elif (grown := self._memory_growth(first_of_project)) > MEMORY_GROWTH:
+        elif (grown := self._memory_growth(settle=first_of_project)) > MEMORY_GROWTH:
             self.end(f"its memory grew by {grown >> 20} MiB since its first hook (plugins keep what they made)")
         return {"stdout": answer.getvalue(), "stderr": stderr.getvalue().decode("utf-8", "surrogateescape")}
 
-    def _memory_growth(self, first_of_project: bool) -> int:
-        """Bytes of peak memory gained since the latest first hook of a project (0 at such a hook).
+    def _memory_growth(self, *, settle: bool) -> int:
+        """Bytes of peak memory gained since the latest first hook of a project (0 when ``settle``: at such a hook,
+        and at the start of its second).
 
         A project's first hook loads its plugins and whatever they keep for the process's life (a model, an
         index), as the resident's first hook does: measured from the resident's first hook alone, a project
         whose first hook needs more than :data:`MEMORY_GROWTH` ended the resident at every visit when another
-        project's hook started it (one resident answers an agent's hooks in every project it works in).
+        project's hook started it (one resident answers an agent's hooks in every project it works in). A load
+        that first hook began may outlive it (a ``refresh`` source slower than its timeout): what it kept by the
+        project's second hook is in the figure too, or every resident would end at its second hook.
         """
         import resource
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux, where residents run
-        if self.settled is None or first_of_project:
-            self.settled = peak
+        if self.settled is None or settle:
+            self.settled = max(peak, self.settled or 0)
         return peak - self.settled
 
 

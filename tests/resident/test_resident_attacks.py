@@ -875,3 +875,39 @@ def test_a_plugin_edited_in_a_resident_does_not_hold_what_its_old_version_kept_b
         assert "MODEL-ready" in (world.text(world.run(f"f{edit}", "SessionStart", "startup")) or "")
     assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 5
     assert first["pid"] in [r["pid"] for r in world.residents()]
+
+
+SLOW_INDEX = """
+import time
+from nia_core import ContextSource, hookimpl
+
+INDEX = []
+
+def load():
+    if not INDEX:  # built once, slower than a prompt should wait (hence refresh), and kept: a search index
+        time.sleep(1.5)
+        INDEX.append(b"x" * (288 << 20))
+    return "ready"
+
+@hookimpl
+def nia_context_sources(location):
+    return [ContextSource(key="index/x", load=load, baseline=lambda v: f"INDEX-{v}", timeout=0.5, refresh=600)]
+"""
+
+
+def test_a_slow_first_load_of_much_memory_does_not_restart_a_resident_at_every_other_hook(world):
+    """What a project's first hook began and what it went on to need after the hook ended is in the figure too.
+
+    A ``refresh`` source slower than its timeout goes on loading after the first hook is answered. Measured
+    right after that hook, the resident ended at the next one for what the load had kept meanwhile, and every
+    new resident did the same: its first hook began the load, the next ended it, and the source was unavailable
+    at every other prompt.
+    """
+    (world.plugins / "index.py").write_text(SLOW_INDEX)
+    first = world.started()
+    world.run("s0", "SessionStart", "startup")  # the load begins, and goes on past its timeout
+    time.sleep(3)  # the user types the next prompt
+    for number in range(1, 4):
+        assert "INDEX-ready" in (world.text(world.run(f"s{number}", "SessionStart", "startup")) or "")
+    assert [e["answered_by"] for e in world.log()] == ["in-process"] + ["resident"] * 4
+    assert first["pid"] in [r["pid"] for r in world.residents()]
