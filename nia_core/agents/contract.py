@@ -103,6 +103,11 @@ class HookFormat:
     """The handler's other members, before the command."""
     top: Mapping[str, Any] = field(default_factory=dict)
     """Members the file must hold at its top level beside ``hooks`` (``{"version": 1}``)."""
+    created: Mapping[str, Any] = field(default_factory=dict)
+    """Members nia writes at the top level of a file it creates, and only then: what the host itself adds to
+    a file at its first start (Qwen Code's ``{"$version": 4}``), so that start leaves a committed file as it
+    was. Never added to an existing file (the host may read a file without it as one to migrate); uninstall
+    counts them as nia's when they are all that is left."""
 
 
 @dataclass(frozen=True)

@@ -234,7 +234,7 @@ def install(
     outcome = Outcome()
     settings = hooks_file(adapter, scope, root)
     path = settings.path
-    text, data, _ = _read(settings)
+    text, data, exists = _read(settings)
     if no_git_snapshot and adapter.git_snapshot_off is None:
         raise SettingsError(adapter.title, "has no setting that leaves out its own git status")
     ledger = _Ledger.read() if no_git_snapshot else None
@@ -252,6 +252,8 @@ def install(
     for key, value in adapter.format.top.items():
         if key not in data:
             text = json_text.append(text, (), value, name=key)
+    for key, value in adapter.format.created.items() if not exists else ():
+        text = json_text.append(text, (), value, name=key)
     if "hooks" not in data:
         text = json_text.append(text, (), {}, name="hooks")
     for event in adapter.events:
@@ -344,7 +346,8 @@ def uninstall(adapter: HostAdapter, scope: Scope, root: Path, *, program: str | 
         if "hooks" in data and not data["hooks"]:
             text = json_text.remove(text, ("hooks",))
             data = json.loads(text)
-        if all(key in adapter.format.top and data[key] == adapter.format.top[key] for key in data):
+        own = {**adapter.format.created, **adapter.format.top}
+        if all(key in own and data[key] == own[key] for key in data):
             settings.remove()  # nothing of the user's is left: the file was nia's
             settings.remove_folder_if_empty()
             outcome.changes.append(Change(path, "removed (nia's entries were all it held)"))

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from nia_core.agents.contract import PROMPT, HostAdapter, NativeFiles, SettingsPlaces, escape_angles
+from nia_core.agents.contract import PROMPT, HookFormat, HostAdapter, NativeFiles, SettingsPlaces, escape_angles
 from nia_core.agents.transcript import version_field
 
 OPEN, CLOSE = "<qwen:user-prompt-submit-context>\n", "\n</qwen:user-prompt-submit-context>"
@@ -153,6 +153,9 @@ ADAPTER = HostAdapter(
         user=("settings.json",),
     ),
     events={"UserPromptSubmit": PROMPT},
+    # Qwen Code 0.24.4 writes `"$version": 4` (its SETTINGS_VERSION) into every settings file it loads
+    # without one, the project's included: a file nia created without it was modified at Qwen's first start.
+    format=HookFormat(created={"$version": 4}),
     fresh=(),
     trusted=trusted,
     trust_said=(

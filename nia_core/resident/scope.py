@@ -54,6 +54,13 @@ PER_HOOK = frozenset(
         # GitHub Copilot CLI 1.0.102: the folder of the hook file that names the hook (the project's
         # .github/hooks or ~/.copilot/hooks), so nia's user and project hooks differ only there.
         "COPILOT_HOOK_DIR",
+        # Qwen Code 0.24.4: its launcher's process id for every `qwen` process, an id for every prompt, and
+        # the conversation's (and a subagent's) id: without them in this list every prompt had a scope of its
+        # own, so no resident ever answered a Qwen hook and each prompt started one more.
+        "QWEN_CODE_LAUNCHER_PID",
+        "QWEN_CODE_PROMPT_ID",
+        "QWEN_CODE_SESSION_ID",
+        "QWEN_CODE_AGENT_ID",
     }
 )
 """Variables an agent changes from one hook to the next: set for each boundary as that hook had them."""

@@ -249,6 +249,26 @@ def test_install_writes_each_hosts_own_entry_and_uninstall_gives_the_file_back(p
     assert not (project / ".gemini").exists()  # nia created the file and its folder: both go
 
 
+def test_a_qwen_settings_file_nia_creates_holds_the_version_qwen_would_write(project):  # noqa: F811
+    # Qwen Code 0.24.4 writes `"$version": 4` into a settings file without one at its first start: the
+    # project's file nia created (and the team committed) was modified by Qwen (tests/real_agents).
+    settings = project / ".qwen" / "settings.json"
+    assert run("hook", "install", "qwen-code", cwd=project).exit_code == 0
+    data = json.loads(settings.read_text())
+    assert data["$version"] == 4 and list(data["hooks"]) == ["UserPromptSubmit"]
+    assert run("hook", "uninstall", "qwen-code", cwd=project).exit_code == 0
+    assert not (project / ".qwen").exists()  # the version was nia's too: nothing of the user's was left
+
+    settings.parent.mkdir()
+    settings.write_text('{"model": {"name": "qwen3-coder"}}\n')  # the user's, unversioned: Qwen may migrate it
+    assert run("hook", "install", "qwen-code", cwd=project).exit_code == 0
+    assert "$version" not in json.loads(settings.read_text())
+    settings.write_text('{"hooks": {}, "$version": 4}\n')  # what is left once Qwen versioned nia's file
+    assert run("hook", "install", "qwen-code", cwd=project).exit_code == 0
+    assert run("hook", "uninstall", "qwen-code", cwd=project).exit_code == 0
+    assert not settings.exists()
+
+
 @pytest.mark.parametrize(
     ("rules", "trusted"),
     [

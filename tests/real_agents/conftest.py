@@ -95,6 +95,15 @@ def edit_between_turns(root: Path) -> None:
     (root / "notes.txt").write_text("a new file\n")
 
 
+def waited_turn(turn: Any, agent: Any, prompt: str, resume: str | None = None) -> str:
+    """``turn(agent, prompt, resume)`` for a host whose harness runs it without :func:`agent_turn`: in the
+    resident mode a ready resident must answer its hooks, and one its hook started is waited for."""
+    from tests.resident_helpers import agent_turn
+
+    with agent_turn(agent.env()):
+        return turn(agent, prompt, resume)
+
+
 def assert_answered_by(entries: list[dict], first_turn: int) -> None:
     """Who answered a conversation's hooks (its hook log entries, oldest first), in this test's hook mode.
 

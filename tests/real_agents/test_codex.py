@@ -14,6 +14,8 @@ rebuilds the history without any earlier hook output.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.real_agents.conftest import (
@@ -149,6 +151,38 @@ def test_a_real_git_repository_baseline_then_one_update_naming_the_edits_then_no
         ("SessionStart", "updated", ["~nia/git"]),  # `exec resume`'s start: the edits since the last turn
         ("UserPromptSubmit", "unchanged", []),
         ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+    ]
+    assert_answered_by(entries, first_turn=2)
+
+
+@pytest.mark.both_hook_modes  # the edit is made by the agent's own tool, inside its sandbox, during a turn
+def test_an_edit_by_codexs_own_command_reaches_the_model_at_the_next_turn(tmp_path, agent_home, server):
+    root = tmp_path / "shop"
+    repo = make_git_repository(root)
+    codex = installed(root, agent_home, server)
+    repo.commit("Share the hooks")
+    sid = turn(codex, "first")
+    baseline = [t for t in developer_texts(server) if "Working tree: " in t]
+    turn(codex, "second", sid)  # a resident has observed the tree by now (its watch comes from its second look)
+
+    edit = "printf 'print(1)\\n' >> app.py && echo a new file > notes.txt"
+    server.script = [Reply(call=Call("exec_command", json.dumps({"cmd": edit}))), Reply("DONE")]
+    before = len(server.model_requests())
+    turn(codex, "edit app.py and add notes.txt", sid)
+    assert repo.git("status", "--porcelain") == " M app.py\n?? notes.txt\n"  # Codex ran the command
+    during = server.model_requests()[before:]
+    assert len(during) == 2 and "exec_command" in json.dumps(during[-1].body["input"])  # the call, its output
+    assert all(request_text(r.body).count("Working tree: ") == 1 for r in during)  # the hooks ran before it
+
+    turn(codex, "next", sid)
+    assert [t for t in developer_texts(server) if "Working tree: " in t] == [*baseline, GIT_EDITED]
+
+    entries = [e for e in hook_log(root) if e["host_session"] == sid]
+    assert [(e["event"], e["outcome"], e["changed"]) for e in entries][4:] == [
+        ("SessionStart", "unchanged", []),
+        ("UserPromptSubmit", "unchanged", []),
+        ("SessionStart", "updated", ["~nia/git"]),
         ("UserPromptSubmit", "unchanged", []),
     ]
     assert_answered_by(entries, first_turn=2)

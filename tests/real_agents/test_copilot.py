@@ -24,7 +24,20 @@ from pathlib import Path
 import pytest
 
 from nia_core.agents.output_limit import FOOTER
-from tests.real_agents.conftest import Step, hook_log, isolated, make_project, nia, record, write_plugin
+from tests.real_agents.conftest import (
+    GIT_BASELINE,
+    GIT_EDITED,
+    Step,
+    assert_answered_by,
+    edit_between_turns,
+    hook_log,
+    isolated,
+    make_git_repository,
+    make_project,
+    nia,
+    record,
+    write_plugin,
+)
 from tests.real_agents.fakemodel import SUMMARY, Call, FakeModel, Reply, is_compaction
 from tests.real_agents.harness import Copilot, agent_binary, nia_program, request_text
 from tests.resident_helpers import residents
@@ -191,3 +204,40 @@ def test_an_untrusted_folder_runs_no_project_hook_and_status_says_so(project, ag
     assert not config.exists() or str(project) not in json.loads(
         "\n".join(line for line in config.read_text().splitlines() if not line.startswith("//"))
     ).get("trustedFolders", [])
+
+
+@pytest.mark.both_hook_modes  # a resident watches the working tree; a hook in its own process runs git status
+def test_a_real_git_repository_baseline_then_one_update_naming_the_edits_then_nothing(
+    tmp_path, agent_home, server, copilot_cache
+):
+    root = tmp_path / "shop"
+    repo = make_git_repository(root)
+    install(root, "copilot")
+    repo.commit("Share the hooks")  # .github/hooks/nia.json, as a team commits it
+    copilot = copilot_for(root, agent_home, server, copilot_cache)
+
+    first = record(copilot, server, "first")
+    sid = first.session
+    told = reminders(first)
+    assert len(told) == 1 and told[0].startswith("Environment:") and told[0].count(GIT_BASELINE) == 1
+    assert f"- Branch: `main` (no upstream)\n- HEAD: `{repo.short()}` Share the hooks\n- Working tree: clean" in told[0]
+    assert repo.git("status", "--porcelain") == ""  # neither Copilot nor nia's own files (.nia/) dirtied the tree
+
+    # a resident has observed the tree by now (its watch comes from its second look)
+    assert reminders(record(copilot, server, "second", sid)) == told
+
+    edit_between_turns(root)
+    third = record(copilot, server, "third", sid)
+    assert reminders(third) == [*told, GIT_EDITED]
+    assert sent(third).count("Working tree: ") == 2
+
+    assert reminders(record(copilot, server, "fourth", sid)) == [*told, GIT_EDITED]  # nothing added
+
+    entries = [e for e in hook_log(root) if e["host_session"] == sid]
+    assert [(e["outcome"], e["changed"]) for e in entries] == [
+        ("initialized", []),
+        ("unchanged", []),
+        ("updated", ["~nia/git"]),
+        ("unchanged", []),
+    ]
+    assert_answered_by(entries, first_turn=1)

@@ -21,7 +21,17 @@ import subprocess
 import pytest
 
 from nia_core.agents.contract import escape_angles
-from tests.real_agents.conftest import hook_log, nia, write_plugin
+from tests.real_agents.conftest import (
+    GIT_BASELINE,
+    GIT_EDITED,
+    assert_answered_by,
+    edit_between_turns,
+    hook_log,
+    make_git_repository,
+    nia,
+    waited_turn,
+    write_plugin,
+)
 from tests.real_agents.fakemodel import SUMMARY, Call, Reply, is_compaction
 from tests.real_agents.harness import GeminiCli, agent_binary, nia_program, request_text
 
@@ -232,3 +242,42 @@ def test_agents_md_is_left_to_gemini_when_its_settings_load_it(gemini, project, 
     assert sent.count("AGENTS-SAYS: use tabs.") == 1  # Gemini's own copy, in its first user turn
     (told,) = hook_parts(first)
     assert "AGENTS-SAYS" not in told and "ACME-RULE: one" in told
+
+
+@pytest.mark.both_hook_modes  # a resident watches the working tree; a hook in its own process runs git status
+def test_a_real_git_repository_baseline_then_one_update_naming_the_edits_then_nothing(tmp_path, agent_home, server):
+    agent_binary("gemini")
+    root = tmp_path / "shop"
+    repo = make_git_repository(root)
+    done = nia("hook", "install", "gemini", "--program", nia_program(), cwd=root)
+    assert done.returncode == 0, done.stderr
+    repo.commit("Share the hooks")  # the hook's settings, as a team commits them
+    agent = GeminiCli(root, agent_home, server)
+
+    sid = waited_turn(turn, agent, "first")
+    told = hook_parts(turns(server)[-1])
+    assert len(told) == 1 and told[0].startswith("Environment:") and told[0].count(GIT_BASELINE) == 1
+    assert f"- Branch: `main` (no upstream)\n- HEAD: `{repo.short()}` Share the hooks\n- Working tree: clean" in told[0]
+    assert repo.git("status", "--porcelain") == ""  # neither Gemini CLI nor nia's own files (.nia/) dirtied the tree
+
+    waited_turn(
+        turn, agent, "second", sid
+    )  # a resident has observed the tree by now (its watch comes from its second look)
+    assert hook_parts(turns(server)[-1]) == told
+
+    edit_between_turns(root)
+    waited_turn(turn, agent, "third", sid)
+    assert hook_parts(turns(server)[-1]) == [*told, GIT_EDITED]
+    assert request_text(turns(server)[-1]).count("Working tree: ") == 2
+
+    waited_turn(turn, agent, "fourth", sid)
+    assert hook_parts(turns(server)[-1]) == [*told, GIT_EDITED]  # nothing changed: nothing added
+
+    entries = [e for e in hook_log(root) if e["host_session"] == sid]
+    assert [(e["event"], e["outcome"], e["changed"]) for e in entries] == [
+        ("BeforeAgent", "initialized", []),
+        ("BeforeAgent", "unchanged", []),
+        ("BeforeAgent", "updated", ["~nia/git"]),
+        ("BeforeAgent", "unchanged", []),
+    ]
+    assert_answered_by(entries, first_turn=1)
