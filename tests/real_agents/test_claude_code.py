@@ -98,6 +98,7 @@ def test_baseline_once_then_nothing_then_an_update_then_a_removal(claude, projec
     ]
     assert entries[4]["changed"] == ["~acme/rule"] and entries[6]["changed"] == ["-acme/rule"]
     assert {e["epoch"] for e in entries} == {1}
+    assert_answered_by(entries, first_turn=2)  # with a resident: every later turn's hooks by it
 
 
 def test_a_broken_plugin_never_fails_the_turn(claude, project, server):

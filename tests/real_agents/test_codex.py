@@ -112,6 +112,7 @@ def test_baseline_once_unchanged_turn_silent_update_and_removal(codex, project, 
     assert [e["outcome"] for e in entries[1:4]] == ["unchanged", "unchanged", "unchanged"]
     assert any("exploded" in w for w in entries[-2]["warnings"] + entries[-1]["warnings"])
     assert {e["epoch"] for e in entries} == {1}
+    assert_answered_by(entries, first_turn=2)  # with a resident: every later turn's hooks by it
 
 
 @pytest.mark.both_hook_modes  # a resident watches the working tree; a hook in its own process runs git status

@@ -76,7 +76,7 @@ def log_of(project, sid) -> list[tuple]:
 @pytest.mark.both_hook_modes  # the resident process answers this agent's hooks too
 def test_baseline_once_then_nothing_then_an_update_then_a_removal(gemini, project, server):
     write_plugin(project, "one <b>&</b>")
-    sid = turn(gemini, "first")
+    sid = waited_turn(turn, gemini, "first")
     first = turns(server)[-1]
     told = hook_parts(first)
     assert len(told) == 1 and told[0].startswith("Environment:")
@@ -87,18 +87,18 @@ def test_baseline_once_then_nothing_then_an_update_then_a_removal(gemini, projec
     assert "AGENTS-SAYS" in told[0]
     assert sent.count("GEMINI-SAYS: be brief.") == 1  # Gemini's own file, left to Gemini
 
-    turn(gemini, "second", sid)
+    waited_turn(turn, gemini, "second", sid)
     second = turns(server)[-1]
     assert hook_parts(second) == told  # nothing added, the baseline re-sent as it was stored
     assert second["contents"][1 : len(first["contents"])] == first["contents"][1:]  # the cacheable prefix holds
 
     write_plugin(project, "two")
-    turn(gemini, "third", sid)
+    waited_turn(turn, gemini, "third", sid)
     parts = hook_parts(turns(server)[-1])
     assert parts[:-1] == told and parts[-1] == escape_angles("ACME-RULE changed: two (was one <b>&</b>)")
 
     (project / ".nia" / "plugins" / "acme.py").unlink()
-    turn(gemini, "fourth", sid)
+    waited_turn(turn, gemini, "fourth", sid)
     parts = hook_parts(turns(server)[-1])
     assert len(parts) == 3 and parts[-1] == "ACME-RULE-REMOVED: the acme rule no longer applies."
 
@@ -108,6 +108,7 @@ def test_baseline_once_then_nothing_then_an_update_then_a_removal(gemini, projec
         ("BeforeAgent", "updated", 1),
         ("BeforeAgent", "updated", 1),
     ]
+    assert_answered_by([e for e in hook_log(project) if e["host_session"] == sid], first_turn=1)
 
 
 def test_a_compression_that_keeps_an_update_but_not_the_baseline_starts_a_new_epoch(project, agent_home, server):

@@ -77,7 +77,7 @@ def log_of(project, sid) -> list[tuple]:
 @pytest.mark.both_hook_modes  # the resident process answers this agent's hooks too
 def test_baseline_once_then_nothing_then_an_update_then_a_removal(qwen, project, server):
     write_plugin(project, "one <b>&</b>")
-    sid = turn(qwen, "first")
+    sid = waited_turn(turn, qwen, "first")
     first = turns(server)[-1]
     told = hook_parts(first)
     assert len(told) == 1 and told[0].startswith("Environment:")
@@ -87,16 +87,16 @@ def test_baseline_once_then_nothing_then_an_update_then_a_removal(qwen, project,
     assert sent.count("AGENTS-SAYS: use tabs.") == 1 and "AGENTS-SAYS" not in told[0]  # Qwen loads AGENTS.md
     assert sent.count("QWEN-SAYS: be brief.") == 1
 
-    turn(qwen, "second", sid)
+    waited_turn(turn, qwen, "second", sid)
     assert hook_parts(turns(server)[-1]) == told  # nothing added; the stored part re-sent as it was
 
     write_plugin(project, "two")
-    turn(qwen, "third", sid)
+    waited_turn(turn, qwen, "third", sid)
     parts = hook_parts(turns(server)[-1])
     assert parts[:-1] == told and parts[-1] == escape_angles("ACME-RULE changed: two (was one <b>&</b>)")
 
     (project / ".nia" / "plugins" / "acme.py").unlink()
-    turn(qwen, "fourth", sid)
+    waited_turn(turn, qwen, "fourth", sid)
     parts = hook_parts(turns(server)[-1])
     assert len(parts) == 3 and parts[-1] == "ACME-RULE-REMOVED: the acme rule no longer applies."
     assert request_text(turns(server)[-1]).count("AGENTS-SAYS: use tabs.") == 1
@@ -107,6 +107,7 @@ def test_baseline_once_then_nothing_then_an_update_then_a_removal(qwen, project,
         ("UserPromptSubmit", "updated", 1),
         ("UserPromptSubmit", "updated", 1),
     ]
+    assert_answered_by([e for e in hook_log(project) if e["host_session"] == sid], first_turn=1)
 
 
 def test_compress_starts_a_new_epoch(qwen, project, server):
